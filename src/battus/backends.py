@@ -1,0 +1,135 @@
+"""Backends behind one interface: ``cpu`` (Numba) and ``cuda`` (Numba-CUDA).
+
+A backend receives the graph and observations once (:meth:`prepare`, the
+upload, outside the timed interval) and then offers the primitives the
+drivers chain: batched likelihood for fitting, mean-field pressures,
+forward-backward posteriors and decoding to hitting times. Intermediate arrays
+stay in the backend's own memory (device arrays on CUDA); only hitting times,
+and posteriors when asked, come back to the host.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+from .kernels import cpu as K
+from .problem import Problem, segments
+
+
+@dataclass
+class Prepared:
+    """Arrays of one problem as held by a backend."""
+
+    n: int
+    T: int
+    indptr: Any
+    indices: Any
+    obs_times: Any
+    obs_states: Any
+    obs_index: Any
+    seg_left: Any
+    seg_right: Any
+    host_obs_times: np.ndarray
+    host_obs_index: np.ndarray
+
+
+class CPUBackend:
+    """Numba CPU backend, float64 state."""
+
+    name = "cpu"
+
+    def __init__(self) -> None:
+        import numba
+
+        self.device = f"{platform.processor() or platform.machine()} x{numba.get_num_threads()} threads"
+
+    def prepare(self, problem: Problem) -> Prepared:
+        obs = problem.observations
+        left, right = segments(obs.times, problem.T)
+        obs_index = obs.index(problem.T)
+        return Prepared(
+            n=problem.n,
+            T=problem.T,
+            indptr=np.ascontiguousarray(problem.graph.indptr, dtype=np.int64),
+            indices=np.ascontiguousarray(problem.graph.indices, dtype=np.int32),
+            obs_times=np.ascontiguousarray(obs.times, dtype=np.int64),
+            obs_states=np.ascontiguousarray(obs.states, dtype=np.uint8),
+            obs_index=obs_index,
+            seg_left=left,
+            seg_right=right,
+            host_obs_times=np.asarray(obs.times, dtype=np.int64),
+            host_obs_index=obs_index,
+        )
+
+    def synchronize(self) -> None:
+        return None
+
+    def loglik_batch(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray) -> np.ndarray:
+        return K.segmented_loglik(
+            prep.indptr, prep.indices, np.asarray(prior, dtype=np.float64),
+            np.ascontiguousarray(beta_i, dtype=np.float64), np.ascontiguousarray(beta_r, dtype=np.float64),
+            prep.T, prep.obs_index, prep.obs_states,
+        )
+
+    def pressures(self, prep: Prepared, prior, beta_i: float, beta_r: float, reset: bool) -> np.ndarray:
+        rho = np.empty((prep.T + 1, prep.n))
+        K.mean_field_pressures(
+            prep.indptr, prep.indices, np.asarray(prior, dtype=np.float64), float(beta_i),
+            float(beta_r), prep.T, prep.obs_index, prep.obs_states, bool(reset), rho,
+        )
+        return rho
+
+    def posteriors(self, prep: Prepared, rho, prior, beta_r: float, backward: bool) -> np.ndarray:
+        gamma = np.empty((3, prep.T + 1, prep.n))
+        K.forward_backward(
+            rho, float(beta_r), np.asarray(prior, dtype=np.float64), prep.seg_left, prep.seg_right,
+            prep.obs_index, prep.obs_states, bool(backward), gamma,
+        )
+        return gamma
+
+    def hitting_times(self, prep: Prepared, gamma, decoder: str, tau: float, with_recovery: bool,
+                      projection: bool) -> tuple[np.ndarray, np.ndarray]:
+        t_inf = np.empty(prep.n, dtype=np.int64)
+        t_rec = np.empty(prep.n, dtype=np.int64)
+        if decoder == "threshold":
+            K.threshold_hitting_times(gamma, float(tau), bool(with_recovery), t_inf, t_rec)
+        else:
+            K.map_hitting_times(gamma, bool(with_recovery), t_inf, t_rec)
+        if projection:
+            K.project_hitting_times(prep.obs_times, prep.obs_states, t_inf, t_rec)
+        return t_inf, t_rec
+
+    def to_host(self, array) -> np.ndarray:
+        return np.asarray(array)
+
+
+def cuda_available() -> bool:
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return True
+    try:
+        from numba import cuda
+
+        return bool(cuda.is_available())
+    except Exception:
+        return False
+
+
+def get_backend(name: str = "auto"):
+    """``cpu``, ``cuda`` or ``auto`` (CUDA when a device is present)."""
+    if name not in ("auto", "cpu", "cuda"):
+        raise InputError("--backend", "backend", f"unknown backend {name!r} (auto, cpu or cuda)")
+    if name == "auto":
+        name = "cuda" if (cuda_available() and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1") else "cpu"
+    if name == "cpu":
+        return CPUBackend()
+    if not cuda_available():
+        raise InputError("--backend", "backend", "cuda requested but no CUDA device is available")
+    from .kernels.cuda import CUDABackend
+
+    return CUDABackend()

@@ -1,0 +1,73 @@
+"""Derivative-free rate fitting: maximise the segmented mean-field pseudo-likelihood (Eq. 4).
+
+A uniform grid over [lo, hi] (24 points per rate) is followed by shrinking
+rounds of 7 points per rate centred on the best point, each spanning one step
+of the previous grid on either side. All candidates of a round are evaluated
+together in one vertex x candidate pass (chunked to bound memory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .problem import Problem
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    grid_points: int = 24
+    refine_points: int = 7
+    refine_rounds: int = 4
+    lower: float = 1e-4
+    upper: float = 0.5
+    chunk: int = 64  # candidates per batched pass
+
+
+def _axis(lo: float, hi: float, points: int) -> np.ndarray:
+    return np.linspace(lo, hi, points)
+
+
+def candidate_grid(axis_i: np.ndarray, axis_r: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Cartesian product, beta_i-major (SI: beta_r = 0)."""
+    if axis_r is None:
+        return axis_i.copy(), np.zeros_like(axis_i)
+    bi, br = np.meshgrid(axis_i, axis_r, indexing="ij")
+    return bi.ravel(), br.ravel()
+
+
+def evaluate(backend, prep, prior, beta_i: np.ndarray, beta_r: np.ndarray, n: int, n_obs: int,
+             chunk: int) -> np.ndarray:
+    out = np.empty(beta_i.shape[0])
+    for start in range(0, beta_i.shape[0], chunk):
+        stop = start + chunk
+        out[start:stop] = backend.loglik_batch(prep, prior, beta_i[start:stop], beta_r[start:stop])
+    return out / (n * n_obs)
+
+
+def fit_rates(backend, prep, problem: Problem, settings: FitSettings = FitSettings()) -> tuple[float, float, list]:
+    """Return (beta_i, beta_r, trace); trace lists each round's best point and objective."""
+    if hasattr(backend, "fit_rates"):  # a backend may run the whole search on its device
+        return backend.fit_rates(prep, problem, settings)
+    sir = problem.model == "sir"
+    prior = problem.prior
+    n_obs = problem.observations.times.shape[0]
+    lo, hi = settings.lower, settings.upper
+    axis_i = _axis(lo, hi, settings.grid_points)
+    axis_r = _axis(lo, hi, settings.grid_points) if sir else None
+    trace = []
+    best_i = best_r = 0.0
+    for round_no in range(settings.refine_rounds + 1):
+        cand_i, cand_r = candidate_grid(axis_i, axis_r)
+        values = evaluate(backend, prep, prior, cand_i, cand_r, problem.n, n_obs, settings.chunk)
+        k = int(np.argmax(values))
+        best_i, best_r = float(cand_i[k]), float(cand_r[k])
+        trace.append({"round": round_no, "candidates": int(cand_i.shape[0]), "beta_i": best_i,
+                      "beta_r": best_r, "objective": float(values[k])})
+        step_i = axis_i[1] - axis_i[0] if axis_i.shape[0] > 1 else 0.0
+        axis_i = _axis(max(lo, best_i - step_i), min(hi, best_i + step_i), settings.refine_points)
+        if sir:
+            step_r = axis_r[1] - axis_r[0] if axis_r.shape[0] > 1 else 0.0
+            axis_r = _axis(max(lo, best_r - step_r), min(hi, best_r + step_r), settings.refine_points)
+    return best_i, best_r, trace

@@ -1,0 +1,219 @@
+"""Torch-free import of the DITTO/HERMES benchmark exports.
+
+The canonical ``.pt`` files are zip archives holding a pickle of a
+``torch_geometric.data.Data`` object. They come from the internet, so they are
+read with a restricted unpickler that resolves only the handful of torch and
+torch_geometric names such a file needs, each mapped to a harmless numpy
+stand-in, and refuses every other global. Nothing in the file can run code.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import pickle
+import zipfile
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .graph import Graph, from_arcs, is_symmetric
+
+# torch storage class name -> numpy dtype of its raw little-endian bytes
+_STORAGE_DTYPES = {
+    "LongStorage": np.dtype("<i8"),
+    "IntStorage": np.dtype("<i4"),
+    "ShortStorage": np.dtype("<i2"),
+    "CharStorage": np.dtype("i1"),
+    "ByteStorage": np.dtype("u1"),
+    "BoolStorage": np.dtype("?"),
+    "FloatStorage": np.dtype("<f4"),
+    "DoubleStorage": np.dtype("<f8"),
+    "HalfStorage": np.dtype("<f2"),
+}
+
+
+class _StorageType:
+    def __init__(self, name: str) -> None:
+        self.dtype = _STORAGE_DTYPES[name]
+
+
+class _PlainRecord:
+    """Stand-in for torch_geometric's Data and GlobalStorage: a bag of attributes."""
+
+    def __setstate__(self, state: dict) -> None:
+        if not isinstance(state, dict):
+            raise pickle.UnpicklingError("unexpected state for a torch_geometric object")
+        self.__dict__.update(state)
+
+
+def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad=False, hooks=None, *extra):
+    if not isinstance(storage, np.ndarray):
+        raise pickle.UnpicklingError("tensor without storage")
+    size = tuple(int(s) for s in size)
+    stride = tuple(int(s) for s in stride)
+    count = int(np.prod(size)) if size else 1
+    if count == 0:
+        return np.zeros(size, dtype=storage.dtype)
+    last = int(offset) + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
+    if int(offset) < 0 or last >= storage.shape[0]:
+        raise pickle.UnpicklingError("tensor view outside its storage")
+    item = storage.dtype.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        storage[int(offset):], shape=size, strides=tuple(st * item for st in stride), writeable=False
+    )
+    return np.array(view)
+
+
+_ALLOWED = {
+    ("collections", "OrderedDict"): OrderedDict,
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+    ("torch_geometric.data.data", "Data"): _PlainRecord,
+    ("torch_geometric.data.storage", "GlobalStorage"): _PlainRecord,
+}
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    def __init__(self, payload: bytes, archive: zipfile.ZipFile, prefix: str, source: str) -> None:
+        super().__init__(io.BytesIO(payload))
+        self._archive = archive
+        self._prefix = prefix
+        self._source = source
+
+    def find_class(self, module: str, name: str):
+        if module == "torch" and name in _STORAGE_DTYPES:
+            return _StorageType(name)
+        if (module, name) in _ALLOWED:
+            return _ALLOWED[(module, name)]
+        raise InputError(self._source, "pickle", f"refusing to load foreign class {module}.{name}")
+
+    def persistent_load(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
+            raise InputError(self._source, "pickle", "unsupported persistent id")
+        storage_type, key, numel = pid[1], str(pid[2]), int(pid[4])
+        if not isinstance(storage_type, _StorageType) or not key.isalnum():
+            raise InputError(self._source, "pickle", "unsupported storage record")
+        raw = self._archive.read(f"{self._prefix}/data/{key}")
+        arr = np.frombuffer(raw, dtype=storage_type.dtype)
+        if arr.shape[0] < numel:
+            raise InputError(self._source, f"data/{key}", "storage shorter than declared")
+        return arr[:numel]
+
+
+def load_pt(path: str | Path) -> dict:
+    """Read a torch_geometric ``Data`` export as a dict of numpy arrays and scalars."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file", "no such file")
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(path, "file", f"not a torch zip archive ({exc})") from None
+    with archive:
+        pkls = [x for x in archive.namelist() if x.endswith("/data.pkl")]
+        if len(pkls) != 1:
+            raise InputError(path, "data.pkl", "archive must hold exactly one data.pkl")
+        prefix = pkls[0][: -len("/data.pkl")]
+        try:
+            obj = _RestrictedUnpickler(archive.read(pkls[0]), archive, prefix, str(path)).load()
+        except InputError:
+            raise
+        except Exception as exc:  # malformed pickle of any kind
+            raise InputError(path, "data.pkl", f"unreadable pickle ({type(exc).__name__}: {exc})") from None
+    store = getattr(obj, "_store", None)
+    mapping = getattr(store, "_mapping", None)
+    if not isinstance(mapping, dict):
+        raise InputError(path, "data.pkl", "not a torch_geometric Data object")
+    return {k: (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v) for k, v in mapping.items()}
+
+
+@dataclass
+class Canonical:
+    """One canonical benchmark history: graph, model, T and the true states."""
+
+    name: str
+    graph: Graph
+    model: str
+    T: int
+    truth: np.ndarray  # (T+1, n) uint8, time-major
+
+    @property
+    def n0(self) -> int:
+        return int(np.count_nonzero(self.truth[0] != 0))
+
+
+def _check_truth(truth: np.ndarray, source: str) -> np.ndarray:
+    if truth.ndim != 2:
+        raise InputError(source, "y", f"expected a 2-D state array, got shape {truth.shape}")
+    if truth.size and (truth.min() < 0 or truth.max() > 2):
+        raise InputError(source, "y", "states must be 0 (S), 1 (I) or 2 (R)")
+    if np.any(np.diff(truth.astype(np.int8), axis=0) < 0):
+        raise InputError(source, "y", "states are not monotone in time (S<I<R is irreversible)")
+    return truth.astype(np.uint8)
+
+
+def canonical_from_pt(path: str | Path, name: str | None = None) -> Canonical:
+    """Import one DITTO/HERMES ``.pt`` export."""
+    path = Path(path)
+    data = load_pt(path)
+    for key in ("edge_index", "y", "T"):
+        if key not in data:
+            raise InputError(path, key, "missing from the Data object")
+    edge_index = np.asarray(data["edge_index"])
+    y = np.asarray(data["y"])
+    T = int(data["T"])
+    n = int(data.get("num_nodes", y.shape[0]))
+    if edge_index.ndim != 2 or edge_index.shape[0] != 2:
+        raise InputError(path, "edge_index", f"expected shape (2, arcs), got {edge_index.shape}")
+    if y.shape != (n, T + 1):
+        raise InputError(path, "y", f"expected shape ({n}, {T + 1}), got {y.shape}")
+    truth = _check_truth(y.T.copy(), str(path))
+    model = "sir" if ("tR" in data or truth.max() == 2) else "si"
+    src, dst = edge_index[0], edge_index[1]
+    graph = from_arcs(
+        src, dst, directed=True, n=n, drop_self_loops=False, name=name or path.stem, source=str(path)
+    )
+    graph = Graph(graph.indptr, graph.indices, graph.node_ids, not is_symmetric(graph), graph.name)
+    return Canonical(name=name or path.stem, graph=graph, model=model, T=T, truth=truth)
+
+
+def pol_from_retweets(path: str | Path, T: int = 40) -> Canonical:
+    """Rebuild Pol-SI from ``rt-pol.txt`` (rows ``from,to,unix_time``) as DITTO does.
+
+    day = ceil((time - min_time + 1) / 86400); a vertex's infection day is the
+    earliest day of any row naming it, except that a vertex never appearing as
+    ``to`` is infected at day 0; undirected graph of all rows; largest
+    connected component; infection day clipped to T + 1.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "file", "no such file")
+    try:
+        rows = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
+    except ValueError as exc:
+        raise InputError(path, "rows", f"expected integer rows from,to,unix_time ({exc})") from None
+    if rows.shape[1] != 3 or rows.shape[0] == 0:
+        raise InputError(path, "rows", f"expected 3 columns, got shape {rows.shape}")
+    src, dst, when = rows[:, 0], rows[:, 1], rows[:, 2]
+    day = np.array([math.ceil((int(t) - int(when.min()) + 1) / 86400) for t in when], dtype=np.int64)
+    ids, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n_all = ids.shape[0]
+    s_idx, d_idx = inv[: src.shape[0]], inv[src.shape[0]:]
+    first_day = np.full(n_all, np.iinfo(np.int64).max)
+    np.minimum.at(first_day, s_idx, day)
+    np.minimum.at(first_day, d_idx, day)
+    is_target = np.zeros(n_all, dtype=bool)
+    is_target[d_idx] = True
+    first_day[~is_target] = 0
+    graph = from_arcs(
+        s_idx, d_idx, directed=False, n=n_all, node_ids=ids, keep_largest_component=True,
+        name="pol-si", source=str(path),
+    )
+    keep = np.searchsorted(ids, graph.node_ids)
+    infect_day = np.minimum(first_day[keep], T + 1)
+    t = np.arange(T + 1)[:, None]
+    truth = (t >= infect_day[None, :]).astype(np.uint8)
+    return Canonical(name="pol-si", graph=graph, model="si", T=T, truth=truth)

@@ -1,0 +1,184 @@
+"""In-memory problem and result types shared by every stage and backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+from .graph import Graph
+
+MODELS = ("si", "sir")
+STATE_NAMES = ("S", "I", "R")
+
+
+@dataclass
+class Observations:
+    """Observed frames: sorted ``times`` (K,) and ``states`` (K, n) uint8."""
+
+    times: np.ndarray
+    states: np.ndarray
+
+    def index(self, T: int) -> np.ndarray:
+        """obs_index[t] = row of ``states`` observed at frame t, else -1."""
+        idx = np.full(T + 1, -1, dtype=np.int64)
+        idx[self.times] = np.arange(self.times.shape[0], dtype=np.int64)
+        return idx
+
+
+@dataclass
+class Problem:
+    """A reconstruction problem: graph, model, horizon, prior and observations.
+
+    ``truth`` (T+1, n) uint8 is optional; reconstruction never reads it.
+    """
+
+    graph: Graph
+    model: str
+    T: int
+    n0: int
+    observations: Observations
+    truth: np.ndarray | None = None
+    name: str = ""
+    provenance: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return self.graph.n
+
+    @property
+    def prior(self) -> np.ndarray:
+        """Shared initial marginal f0 = (1 - n0/n, n0/n, 0)."""
+        p_inf = self.n0 / self.n
+        return np.array([1.0 - p_inf, p_inf, 0.0])
+
+    def validate(self, source: str = "<problem>") -> Problem:
+        check_problem(self, source)
+        return self
+
+
+def schedule_times(T: int, schedule: str | list[int] | tuple[int, ...] = "benchmark") -> np.ndarray:
+    """Observed frames for a named schedule or an explicit list.
+
+    ``benchmark`` = {floor(T/2), T} (the HERMES protocol); ``final`` = {T}
+    (DITTO's single snapshot); ``all`` = every frame; ``every:k`` = multiples
+    of k plus T; a list is taken as is.
+    """
+    if isinstance(schedule, str):
+        if schedule == "benchmark":
+            times = [T // 2, T]
+        elif schedule == "final":
+            times = [T]
+        elif schedule == "all":
+            times = list(range(T + 1))
+        elif schedule.startswith("every:"):
+            try:
+                k = int(schedule.split(":", 1)[1])
+            except ValueError:
+                raise InputError("--schedule", "schedule", f"bad schedule {schedule!r}") from None
+            if k < 1:
+                raise InputError("--schedule", "schedule", "every:k needs k >= 1")
+            times = list(range(k, T + 1, k)) + [T]
+        else:
+            try:
+                times = [int(x) for x in schedule.split(",") if x.strip()]
+            except ValueError:
+                raise InputError(
+                    "--schedule", "schedule",
+                    f"unknown schedule {schedule!r} (benchmark, final, all, every:k or t1,t2,...)",
+                ) from None
+    else:
+        times = [int(x) for x in schedule]
+    arr = np.unique(np.asarray(times, dtype=np.int64))
+    if arr.size == 0:
+        raise InputError("--schedule", "schedule", "no observed frame")
+    if arr.min() < 0 or arr.max() > T:
+        raise InputError("--schedule", "schedule", f"observed frame outside 0..{T}: {arr.tolist()}")
+    return arr
+
+
+def observe(truth: np.ndarray, times: np.ndarray) -> Observations:
+    return Observations(times=np.asarray(times, dtype=np.int64), states=truth[times].astype(np.uint8))
+
+
+def check_states(states: np.ndarray, source: str, field_name: str, model: str) -> None:
+    if states.dtype.kind not in "ui":
+        raise InputError(source, field_name, f"states must be integers, got {states.dtype}")
+    top = 1 if model == "si" else 2
+    if states.size and (states.min() < 0 or states.max() > top):
+        raise InputError(source, field_name, f"states must lie in 0..{top} for model {model}")
+
+
+def check_problem(problem: Problem, source: str) -> None:
+    g = problem.graph
+    if problem.model not in MODELS:
+        raise InputError(source, "model", f"unknown model {problem.model!r} (si or sir)")
+    if problem.T < 1:
+        raise InputError(source, "T", f"T must be >= 1, got {problem.T}")
+    if g.n < 1:
+        raise InputError(source, "graph", "graph has no vertex")
+    if not (0 <= problem.n0 <= g.n):
+        raise InputError(source, "n0", f"n0 must lie in 0..{g.n}, got {problem.n0}")
+    if g.indptr.shape != (g.n + 1,) or g.indptr[0] != 0 or np.any(np.diff(g.indptr) < 0):
+        raise InputError(source, "graph/indptr", "not a valid CSR row pointer")
+    if g.indptr[-1] != g.indices.shape[0]:
+        raise InputError(source, "graph/indptr", "last entry differs from the number of arcs")
+    if g.indices.size and (g.indices.min() < 0 or g.indices.max() >= g.n):
+        raise InputError(source, "graph/indices", "vertex index out of range")
+    obs = problem.observations
+    times = np.asarray(obs.times)
+    if times.ndim != 1 or times.size == 0:
+        raise InputError(source, "observations/times", "need at least one observed frame")
+    if np.any(np.diff(times) <= 0):
+        raise InputError(source, "observations/times", "times must be strictly increasing")
+    if times.min() < 0 or times.max() > problem.T:
+        raise InputError(source, "observations/times", f"observed frame outside 0..{problem.T}")
+    if obs.states.shape != (times.size, g.n):
+        raise InputError(
+            source, "observations/states", f"expected shape ({times.size}, {g.n}), got {obs.states.shape}"
+        )
+    check_states(obs.states, source, "observations/states", problem.model)
+    if np.any(np.diff(obs.states.astype(np.int8), axis=0) < 0):
+        raise InputError(source, "observations/states", "observed states go backwards in time")
+    if problem.truth is not None:
+        tr = problem.truth
+        if tr.shape != (problem.T + 1, g.n):
+            raise InputError(source, "truth", f"expected shape ({problem.T + 1}, {g.n}), got {tr.shape}")
+        check_states(tr, source, "truth", problem.model)
+        if np.any(np.diff(tr.astype(np.int8), axis=0) < 0):
+            raise InputError(source, "truth", "true states are not monotone in time")
+        if not np.array_equal(tr[times], obs.states):
+            raise InputError(source, "observations/states", "observed frames differ from the truth")
+
+
+def segments(times: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """Smoothing segments [left, right] between consecutive anchors."""
+    bounds = [int(t) for t in times]
+    if not bounds or bounds[0] > 0:
+        bounds = [0] + bounds
+    if bounds[-1] < T:
+        bounds = bounds + [T]
+    left = np.asarray(bounds[:-1], dtype=np.int64)
+    right = np.asarray(bounds[1:], dtype=np.int64)
+    if left.size == 0:  # only frame 0 and T == 0 cannot happen (T >= 1)
+        left, right = np.array([0]), np.array([T])
+    return left, right
+
+
+@dataclass
+class Reconstruction:
+    """A decoded history with everything needed to reproduce it."""
+
+    states: np.ndarray  # (T+1, n) uint8
+    t_inf: np.ndarray  # (n,) int64, T+1 = never
+    t_rec: np.ndarray  # (n,) int64, T+1 = never
+    beta_i: float
+    beta_r: float
+    params: dict
+    backend: str
+    device: str
+    algorithm_seconds: float
+    posteriors: np.ndarray | None = None  # (3, T+1, n) float
+    fit_trace: list = field(default_factory=list)
+    extras: dict = field(default_factory=dict)

@@ -1,0 +1,89 @@
+"""Scorers: HERMES-compatible, unobserved-only, and causal violation (Eq. 8)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import Graph
+
+
+def macro_f1(truth: np.ndarray, pred: np.ndarray) -> float:
+    """Macro-F1 over the classes present in truth or prediction (zero division -> 0)."""
+    truth = np.asarray(truth).ravel()
+    pred = np.asarray(pred).ravel()
+    classes = np.union1d(np.unique(truth), np.unique(pred))
+    scores = []
+    for c in classes:
+        tp = np.count_nonzero((truth == c) & (pred == c))
+        fp = np.count_nonzero((truth != c) & (pred == c))
+        fn = np.count_nonzero((truth == c) & (pred != c))
+        denom = 2 * tp + fp + fn
+        scores.append(2 * tp / denom if denom else 0.0)
+    return float(np.mean(scores)) if scores else 0.0
+
+
+def first_occurrence(states: np.ndarray, level: int, frames: np.ndarray) -> np.ndarray:
+    """First frame (on the original axis, among ``frames``) whose state equals ``level``."""
+    sub = states[frames] == level
+    idx = np.argmax(sub, axis=0)
+    absent = frames[-1] + 1 if frames.size else 0
+    return np.where(sub.any(axis=0), frames[idx], absent)
+
+
+def nrmse(truth: np.ndarray, pred: np.ndarray, model: str, frames: np.ndarray | None = None) -> float:
+    """sqrt((MSE(h_I) + MSE(h_R)) / 2) / (T + 1); SI keeps the 1/2 with a zero R term."""
+    T = truth.shape[0] - 1
+    if frames is None:
+        frames = np.arange(T + 1)
+    absent = T + 1
+
+    def hit(states, level):
+        h = first_occurrence(states, level, frames)
+        return np.where(h > T, absent, h).astype(np.float64)
+
+    mse_i = np.mean((hit(truth, 1) - hit(pred, 1)) ** 2)
+    mse_r = np.mean((hit(truth, 2) - hit(pred, 2)) ** 2) if model == "sir" else 0.0
+    return float(np.sqrt((mse_i + mse_r) / 2.0) / (T + 1))
+
+
+def hermes_score(truth: np.ndarray, pred: np.ndarray, model: str) -> dict:
+    """HERMES-compatible F1/NRMSE: the predicted final frame is replaced by the truth."""
+    pred = pred.copy()
+    pred[-1] = truth[-1]
+    # vertex-major flattening as in the benchmark (F1 is order-free, kept for fidelity)
+    return {"f1": macro_f1(truth.T, pred.T), "nrmse": nrmse(truth, pred, model)}
+
+
+def unobserved_score(truth: np.ndarray, pred: np.ndarray, model: str, obs_times: np.ndarray) -> dict:
+    """Scores with every observed frame dropped from truth and prediction."""
+    T = truth.shape[0] - 1
+    keep = np.setdiff1d(np.arange(T + 1), np.asarray(obs_times))
+    return {"f1": macro_f1(truth[keep].T, pred[keep].T), "nrmse": nrmse(truth, pred, model, frames=keep)}
+
+
+def causal_violations(graph: Graph, states: np.ndarray) -> tuple[int, int]:
+    """(violations, events) of Eq. 8: onsets a_v > 0 with no in-neighbour infected at a_v - 1."""
+    T1 = states.shape[0]
+    infected_any = states != 0
+    onset = np.where(infected_any.any(axis=0), np.argmax(infected_any, axis=0), T1)
+    events = np.nonzero((onset > 0) & (onset < T1))[0]
+    if events.size == 0:
+        return 0, 0
+    deg = np.diff(graph.indptr)
+    src = graph.indices
+    dst = np.repeat(np.arange(graph.n), deg)
+    prev = onset[dst] - 1
+    ok_arc = (onset[dst] > 0) & (onset[dst] < T1)
+    supported = np.zeros(graph.n, dtype=bool)
+    arc_idx = np.nonzero(ok_arc)[0]
+    good = states[prev[arc_idx], src[arc_idx]] == 1
+    supported[dst[arc_idx[good]]] = True
+    violations = int(np.count_nonzero(~supported[events]))
+    return violations, int(events.size)
+
+
+def event_weighted(rows: list[tuple[int, int]]) -> float:
+    """Aggregate CV over datasets weighted by their event counts."""
+    v = sum(r[0] for r in rows)
+    e = sum(r[1] for r in rows)
+    return v / e if e else 0.0
