@@ -21,6 +21,7 @@ import numpy as np
 
 from .errors import InputError
 from .graph import Graph, from_arcs, is_symmetric
+from .problem import Problem, observe, schedule_times
 
 # torch storage class name -> numpy dtype of its raw little-endian bytes
 _STORAGE_DTYPES = {
@@ -143,6 +144,14 @@ class Canonical:
     @property
     def n0(self) -> int:
         return int(np.count_nonzero(self.truth[0] != 0))
+
+    def to_problem(self, schedule="benchmark") -> Problem:
+        """The benchmark problem: observe ``schedule`` (default {floor(T/2), T}), keep the truth."""
+        times = schedule_times(self.T, schedule)
+        return Problem(
+            graph=self.graph, model=self.model, T=self.T, n0=self.n0,
+            observations=observe(self.truth, times), truth=self.truth, name=self.name,
+        )
 
 
 def _check_truth(truth: np.ndarray, source: str) -> np.ndarray:

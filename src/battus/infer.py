@@ -35,6 +35,7 @@ class Options:
     decoder: str = "threshold"
     tau: float = 0.65
     projection: bool = True
+    causal: bool = False  # graph-causal repair after decoding (Battus-C, battus.causal)
     fit_settings: FitSettings = FitSettings()
 
     def validate(self, source: str = "options") -> Options:
@@ -97,6 +98,11 @@ def reconstruct(problem: Problem, options: Options, backend="cpu", keep_posterio
     rho = backend.pressures(prep, prior, beta_i, beta_r, options.reset)
     gamma = backend.posteriors(prep, rho, prior, beta_r, options.backward)
     t_inf, t_rec = backend.hitting_times(prep, gamma, options.decoder, options.tau, sir, options.projection)
+    extras: dict = {}
+    if options.causal:
+        from .causal import causal_decode
+
+        t_inf, t_rec, extras = causal_decode(backend, prep, problem, gamma, t_inf, t_rec)
     backend.synchronize()
     elapsed = time.perf_counter() - started
     t_inf = backend.to_host(t_inf)
@@ -114,4 +120,5 @@ def reconstruct(problem: Problem, options: Options, backend="cpu", keep_posterio
         algorithm_seconds=elapsed,
         posteriors=posteriors,
         fit_trace=trace,
+        extras=extras,
     )

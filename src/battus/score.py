@@ -87,3 +87,19 @@ def event_weighted(rows: list[tuple[int, int]]) -> float:
     v = sum(r[0] for r in rows)
     e = sum(r[1] for r in rows)
     return v / e if e else 0.0
+
+
+def score_all(problem, states: np.ndarray) -> dict:
+    """All three scorers for one prediction against ``problem.truth``."""
+    truth = problem.truth
+    times = problem.observations.times
+    pv, pe = causal_violations(problem.graph, states)
+    tv, te = causal_violations(problem.graph, truth)
+    return {
+        "hermes": hermes_score(truth, states, problem.model),
+        "unobserved": unobserved_score(truth, states, problem.model, times),
+        "causal": {
+            "prediction": {"violations": pv, "events": pe, "rate": pv / pe if pe else 0.0},
+            "truth": {"violations": tv, "events": te, "rate": tv / te if te else 0.0},
+        },
+    }
