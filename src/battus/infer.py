@@ -82,6 +82,8 @@ def reconstruct(problem: Problem, options: Options, backend="cpu", keep_posterio
         backend = get_backend(backend)
     say = progress or (lambda msg: None)
     sir = problem.model == "sir"
+    if hasattr(backend, "warm_up"):
+        backend.warm_up()
     prep = backend.prepare(problem)
     backend.synchronize()
     started = time.perf_counter()

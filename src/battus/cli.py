@@ -1,0 +1,345 @@
+"""The ``battus`` command line.
+
+Every command reads its inputs fully, computes, then writes each output
+atomically; any bad input ends with one line ``battus: error: FILE: FIELD:
+message`` on stderr and exit status 2, leaving no output file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import InputError
+
+EXIT_BAD_INPUT = 2
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    return value
+
+
+def _say(quiet: bool):
+    def emit(message: str) -> None:
+        if not quiet:
+            print(f"battus: {message}", file=sys.stderr, flush=True)
+
+    return emit
+
+
+def _add_schedule(p: argparse.ArgumentParser, default: str | None = "benchmark") -> None:
+    p.add_argument(
+        "--schedule", default=default,
+        help="observed frames: 'benchmark' = {floor(T/2), T} (HERMES protocol), 'final' = {T} "
+             "(DITTO), 'all', 'every:K', or an explicit list '3,7,10'"
+             + (f" (default: {default})" if default else " (default: the file's own observations)"),
+    )
+
+
+def cmd_import_hermes(args: argparse.Namespace) -> None:
+    from .hermes import canonical_from_pt, pol_from_retweets
+    from .io import provenance, sha256_file, write_history
+
+    src = Path(args.input)
+    if src.suffix == ".txt":
+        canon = pol_from_retweets(src, T=args.pol_T)
+    else:
+        canon = canonical_from_pt(src, name=args.name)
+    if args.name:
+        canon.name = args.name
+    problem = canon.to_problem(args.schedule)
+    prov = provenance(stage="import-hermes", source=str(src), source_sha256=sha256_file(src),
+                      schedule=problem.observations.times.tolist())
+    write_history(args.out, problem, prov)
+    _say(args.quiet)(f"{canon.name}: n={canon.graph.n} |E|={canon.graph.num_edges} T={canon.T} "
+                     f"n0={canon.n0} model={canon.model} -> {args.out}")
+
+
+def cmd_graph(args: argparse.Namespace) -> None:
+    from .graph import read_edgelist
+    from .io import provenance, sha256_file, write_graph
+
+    graph = read_edgelist(args.input, directed=args.directed, fmt=args.format,
+                          keep_largest_component=not args.keep_all_components, name=args.name)
+    prov = provenance(stage="graph", source=str(args.input), source_sha256=sha256_file(args.input),
+                      directed=args.directed, largest_component=not args.keep_all_components,
+                      counts=graph.meta)
+    write_graph(args.out, graph, prov)
+    _say(args.quiet)(f"n={graph.n} arcs={graph.m} |E|={graph.num_edges} -> {args.out}")
+
+
+def cmd_simulate(args: argparse.Namespace) -> None:
+    from .io import provenance, read_graph, sha256_file, write_history
+    from .problem import Problem, observe, schedule_times
+    from .simulate import simulate
+
+    graph = read_graph(args.graph)
+    times = schedule_times(args.T, args.schedule)
+    kwargs = {"backend": args.backend} if args.backend != "cpu" else {}
+    truth = simulate(graph, args.model, args.T, args.n0, args.beta_i, args.beta_r, seed=args.seed, **kwargs)
+    problem = Problem(graph=graph, model=args.model, T=args.T, n0=args.n0,
+                      observations=observe(truth, times), truth=truth,
+                      name=args.name or Path(args.out).stem)
+    prov = provenance(stage="simulate", graph=str(args.graph), graph_sha256=sha256_file(args.graph),
+                      model=args.model, T=args.T, n0=args.n0, beta_i=args.beta_i, beta_r=args.beta_r,
+                      seed=args.seed, backend=args.backend, schedule=times.tolist())
+    write_history(args.out, problem, prov)
+    final = truth[-1]
+    _say(args.quiet)(f"simulated {args.model.upper()} on n={graph.n}: final S/I/R = "
+                     f"{(final == 0).sum()}/{(final == 1).sum()}/{(final == 2).sum()} -> {args.out}")
+
+
+def options_from_args(args: argparse.Namespace):
+    from .fit import FitSettings
+    from .infer import method_options
+
+    fit_settings = FitSettings(
+        grid_points=args.grid_points, refine_points=args.refine_points,
+        refine_rounds=args.refine_rounds, lower=args.rate_lower, upper=args.rate_upper,
+        chunk=args.candidate_chunk,
+    )
+    return method_options(
+        args.method, decoder=args.decoder, tau=args.tau, beta_i=args.beta_i, beta_r=args.beta_r,
+        fit=args.fit, reset=args.reset, backward=args.backward, projection=args.projection,
+        causal=args.causal, fit_settings=fit_settings,
+    )
+
+
+def cmd_reconstruct(args: argparse.Namespace) -> None:
+    from .infer import reconstruct
+    from .io import read_history, write_prediction
+    from .problem import observe, schedule_times
+
+    problem = read_history(args.history)
+    if args.schedule is not None:
+        if problem.truth is None:
+            raise InputError(args.history, "truth", "--schedule re-observes the truth, which this file lacks")
+        problem.observations = observe(problem.truth, schedule_times(problem.T, args.schedule))
+    options = options_from_args(args)
+    say = _say(args.quiet)
+    say(f"{options.method} on {problem.name or args.history}: n={problem.n} arcs={problem.graph.m} "
+        f"T={problem.T} observed={problem.observations.times.tolist()}")
+    recon = reconstruct(problem, options, backend=args.backend, keep_posteriors=args.posteriors, progress=say)
+    write_prediction(args.out, recon, problem, args.history,
+                     extra={"observed_times": problem.observations.times.tolist()})
+    say(f"done in {recon.algorithm_seconds * 1e3:.1f} ms on {recon.backend} ({recon.device}); "
+        f"rates=({recon.beta_i:.4g}, {recon.beta_r:.4g}) -> {args.out}")
+
+
+def cmd_score(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from .io import atomic_path, read_history, read_prediction
+    from .problem import Observations
+    from .score import score_all
+
+    problem = read_history(args.history, require_truth=True)
+    pred = read_prediction(args.prediction)
+    states = pred["states"]
+    if states.shape != problem.truth.shape:
+        raise InputError(args.prediction, "states",
+                         f"shape {states.shape} differs from the truth's {problem.truth.shape}")
+    observed = pred.get("provenance", {}).get("observed_times")
+    if observed is not None:  # score against the frames the reconstruction actually saw
+        times = np.asarray(observed, dtype=np.int64)
+        if times.size == 0 or times.min() < 0 or times.max() > problem.T:
+            raise InputError(args.prediction, "@provenance/observed_times", "outside the history's frames")
+        problem.observations = Observations(times=times, states=problem.truth[times])
+    result = {
+        "dataset": problem.name,
+        "model": problem.model,
+        "T": problem.T,
+        "n": problem.n,
+        "observed_times": problem.observations.times.tolist(),
+        "method": pred.get("method"),
+        "backend": pred.get("backend"),
+        "device": pred.get("device"),
+        "algorithm_seconds": float(pred.get("algorithm_seconds", float("nan"))),
+        "beta_i": float(pred.get("beta_i", float("nan"))),
+        "beta_r": float(pred.get("beta_r", float("nan"))),
+        "params": pred.get("params", {}),
+        "prediction": str(args.prediction),
+        "history": str(args.history),
+        **score_all(problem, states),
+    }
+    text = json.dumps(result, indent=2, default=_json_default)
+    if args.out:
+        with atomic_path(args.out) as tmp:
+            tmp.write_text(text + "\n")
+    print(text)
+
+
+def _json_default(obj):
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(type(obj).__name__)
+
+
+def cmd_info(args: argparse.Namespace) -> None:
+    import h5py
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise InputError(path, "file", "no such file")
+    try:
+        fh = h5py.File(path, "r")
+    except OSError as exc:
+        raise InputError(path, "file", f"not a readable HDF5 file ({exc})") from None
+    with fh:
+        print(f"{path}: {fh.attrs.get('format', '?')} v{fh.attrs.get('format_version', '?')}")
+        for key, value in sorted(fh.attrs.items()):
+            if key in ("format", "format_version"):
+                continue
+            text = value.decode() if isinstance(value, bytes) else str(value)
+            print(f"  @{key} = {text if len(text) < 200 else text[:197] + '...'}")
+
+        def show(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                print(f"  /{name}: {obj.dtype} {obj.shape}")
+
+        fh.visititems(show)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (usage stays available through --help)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="battus",
+        description="Diffusion history reconstruction: infer every vertex's SI/SIR state at every "
+                    "frame from a graph and a few snapshots.",
+    )
+    parser.add_argument("--version", action="version", version=f"battus {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    def common(p):
+        p.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+
+    p = sub.add_parser("import-hermes", help="import a DITTO/HERMES .pt export (or Pol's rt-pol.txt)",
+                       description="Import one canonical benchmark history (torch-free, restricted "
+                                   "unpickler) into a Battus history file with truth and observations.")
+    p.add_argument("input", help="a .pt export, or pol/rt-pol.txt to rebuild Pol-SI")
+    p.add_argument("--out", required=True, help="history file to write (.h5)")
+    p.add_argument("--name", help="dataset name stored in the file (default: file stem)")
+    p.add_argument("--pol-T", dest="pol_T", type=int, default=40, help="horizon for Pol-SI (default: 40)")
+    _add_schedule(p)
+    common(p)
+    p.set_defaults(func=cmd_import_hermes)
+
+    p = sub.add_parser("graph", help="edge list -> graph file",
+                       description="Read a SNAP edge list (.txt/.txt.gz) or CSV, drop self-loops and "
+                                   "duplicates, symmetrize undirected input, keep the largest weakly "
+                                   "connected component, and write an in-neighbour CSR graph file.")
+    p.add_argument("input", help="edge list (.txt, .txt.gz, .csv)")
+    p.add_argument("--out", required=True, help="graph file to write (.h5)")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--directed", dest="directed", action="store_true", help="arcs are directed (u v = u->v)")
+    g.add_argument("--undirected", dest="directed", action="store_false", help="edges are undirected")
+    p.add_argument("--format", default="auto", choices=["auto", "snap", "csv"], help="input format")
+    p.add_argument("--keep-all-components", action="store_true", help="do not restrict to the largest WCC")
+    p.add_argument("--name", help="graph name stored in the file")
+    common(p)
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("simulate", help="simulate an SI/SIR history on a graph file",
+                       description="Synchronous discrete-time SI/SIR (the paper's Eq. 2) with exactly "
+                                   "n0 uniform initial infections; bit-identical for a seed.")
+    p.add_argument("graph", help="graph file (from `battus graph`) or a history file")
+    p.add_argument("--out", required=True, help="history file to write (.h5)")
+    p.add_argument("--model", required=True, choices=["si", "sir"], help="diffusion model")
+    p.add_argument("--T", type=int, default=40, help="number of steps (frames 0..T; default: 40)")
+    p.add_argument("--n0", type=int, default=100, help="initially infected vertices (default: 100)")
+    p.add_argument("--beta-i", type=_rate, default=0.1, help="infection rate per arc (default: 0.1)")
+    p.add_argument("--beta-r", type=_rate, default=0.1, help="recovery rate, SIR only (default: 0.1)")
+    p.add_argument("--seed", type=int, default=123456789, help="random seed (default: 123456789)")
+    p.add_argument("--backend", default="cpu", choices=["auto", "cpu", "cuda"], help="where to simulate")
+    p.add_argument("--name", help="dataset name stored in the file")
+    _add_schedule(p)
+    common(p)
+    p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("reconstruct", help="reconstruct a history with Battus or Battus-Z",
+                       description="Infer the full history from the observed frames alone (the truth "
+                                   "is never read). Presets: battus = fit, reset, forward-backward, "
+                                   "MAP; battus-z = fixed rates (.1, .1), no reset, threshold .65. "
+                                   "Every other option overrides the preset (an ablation).")
+    p.add_argument("history", help="history file (needs graph, model, T, n0, observations)")
+    p.add_argument("--out", required=True, help="prediction file to write (.h5)")
+    p.add_argument("--method", required=True, choices=["battus", "battus-z"], help="method preset")
+    p.add_argument("--decoder", choices=["threshold", "map"], help="decoder (preset: battus map, battus-z threshold)")
+    p.add_argument("--tau", type=_rate, help="threshold for the threshold decoder, in (0, 1] (default: 0.65)")
+    p.add_argument("--beta-i", type=_rate, help="fixed infection rate in [0, 1] (default: 0.1; ignored with --fit)")
+    p.add_argument("--beta-r", type=_rate, help="fixed recovery rate in [0, 1] (default: 0.1; SI uses 0)")
+    p.add_argument("--fit", action=argparse.BooleanOptionalAction, default=None,
+                   help="fit the rates by grid search on Eq. 4 (preset: battus yes, battus-z no)")
+    p.add_argument("--reset", action=argparse.BooleanOptionalAction, default=None,
+                   help="reset the mean field to each observed snapshot (preset: battus yes)")
+    p.add_argument("--backward", action=argparse.BooleanOptionalAction, default=None,
+                   help="run the backward pass (default: yes)")
+    p.add_argument("--projection", action=argparse.BooleanOptionalAction, default=None,
+                   help="project hitting times onto the observed frames (default: yes)")
+    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
+                   help="graph-causal repair after decoding (Battus-C; default: no)")
+    p.add_argument("--grid-points", type=int, default=24, help="fit: coarse grid points per rate (default: 24)")
+    p.add_argument("--refine-points", type=int, default=7, help="fit: points per rate per refinement (default: 7)")
+    p.add_argument("--refine-rounds", type=int, default=4, help="fit: refinement rounds (default: 4)")
+    p.add_argument("--rate-lower", type=_rate, default=1e-4, help="fit: lower rate bound (default: 1e-4)")
+    p.add_argument("--rate-upper", type=_rate, default=0.5, help="fit: upper rate bound (default: 0.5)")
+    p.add_argument("--candidate-chunk", type=int, default=64, help="fit: candidates per batched pass (default: 64)")
+    _add_schedule(p, default=None)
+    p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="auto = CUDA when a GPU is present (default: auto)")
+    p.add_argument("--posteriors", action="store_true", help="also store the posterior marginals (float32)")
+    common(p)
+    p.set_defaults(func=cmd_reconstruct)
+
+    p = sub.add_parser("score", help="score a prediction against the truth (prints and writes JSON)",
+                       description="HERMES-compatible F1/NRMSE (final frame pinned), unobserved-only "
+                                   "F1/NRMSE (observed frames dropped), and causal-violation rates of "
+                                   "the prediction and the truth (Eq. 8).")
+    p.add_argument("history", help="history file with the truth")
+    p.add_argument("prediction", help="prediction file from `battus reconstruct`")
+    p.add_argument("--out", help="JSON file to write (default: print only)")
+    common(p)
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser("info", help="describe a Battus HDF5 file",
+                       description="Print the format, attributes and datasets of a graph, history or "
+                                   "prediction file.")
+    p.add_argument("file", help="a .h5 file")
+    common(p)
+    p.set_defaults(func=cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except InputError as exc:
+        print(f"battus: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("battus: interrupted; no output written", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
