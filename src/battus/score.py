@@ -22,11 +22,10 @@ def macro_f1(truth: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean(scores)) if scores else 0.0
 
 
-def first_occurrence(states: np.ndarray, level: int, frames: np.ndarray) -> np.ndarray:
+def first_occurrence(states: np.ndarray, level: int, frames: np.ndarray, absent: int) -> np.ndarray:
     """First frame (on the original axis, among ``frames``) whose state equals ``level``."""
     sub = states[frames] == level
     idx = np.argmax(sub, axis=0)
-    absent = frames[-1] + 1 if frames.size else 0
     return np.where(sub.any(axis=0), frames[idx], absent)
 
 
@@ -38,8 +37,7 @@ def nrmse(truth: np.ndarray, pred: np.ndarray, model: str, frames: np.ndarray | 
     absent = T + 1
 
     def hit(states, level):
-        h = first_occurrence(states, level, frames)
-        return np.where(h > T, absent, h).astype(np.float64)
+        return first_occurrence(states, level, frames, absent).astype(np.float64)
 
     mse_i = np.mean((hit(truth, 1) - hit(pred, 1)) ** 2)
     mse_r = np.mean((hit(truth, 2) - hit(pred, 2)) ** 2) if model == "sir" else 0.0
