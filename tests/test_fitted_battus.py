@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import paper_tables as P
 import pytest
 
-import paper_tables as P
 from battus.infer import method_options, reconstruct
 from battus.score import hermes_score
 

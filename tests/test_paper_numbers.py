@@ -7,9 +7,9 @@ decimals" when it lies within half a unit of the fourth decimal.
 from __future__ import annotations
 
 import numpy as np
+import paper_tables as P
 import pytest
 
-import paper_tables as P
 from battus.infer import method_options, reconstruct
 from battus.score import causal_violations, event_weighted, hermes_score, unobserved_score
 

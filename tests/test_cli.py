@@ -1,0 +1,230 @@
+"""The command line end to end, and every class of bad input.
+
+Bad input ends with one line on stderr naming the file and the field, exit
+status 2, and no output file.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from conftest import DITTO
+
+from battus.cli import main
+from battus.graph import from_arcs
+from battus.io import read_history, read_prediction, write_history
+from battus.problem import Problem, observe
+from battus.simulate import simulate
+
+
+@pytest.fixture()
+def history(tmp_path) -> Path:
+    rng = np.random.default_rng(1)
+    graph = from_arcs(rng.integers(0, 60, 240), rng.integers(0, 60, 240), directed=False, n=60)
+    truth = simulate(graph, "sir", 8, 4, 0.3, 0.2, seed=5)
+    problem = Problem(graph=graph, model="sir", T=8, n0=4, observations=observe(truth, np.array([4, 8])),
+                      truth=truth, name="toy")
+    path = tmp_path / "toy.h5"
+    write_history(path, problem)
+    return path
+
+
+def fails_cleanly(capsys, argv, out: Path, field: str) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert field in err, err
+    assert not out.exists()
+    assert not list(out.parent.glob(f".{out.name}.*")), "temporary file left behind"
+    return err
+
+
+def test_round_trip(tmp_path, history, capsys):
+    pred = tmp_path / "pred.h5"
+    assert main(["reconstruct", str(history), "--out", str(pred), "--method", "battus-z",
+                 "--backend", "cpu", "--posteriors", "--quiet"]) == 0
+    data = read_prediction(pred)
+    assert data["states"].shape == (9, 60)
+    assert data["posteriors"].shape == (3, 9, 60)
+    prov = data["provenance"]
+    for key in ("method", "params", "backend", "device", "package_version", "input_sha256", "algorithm_seconds"):
+        assert key in prov, key
+    assert data["params"]["tau"] == 0.65
+    score = tmp_path / "score.json"
+    capsys.readouterr()
+    assert main(["score", str(history), str(pred), "--out", str(score)]) == 0
+    import json
+
+    result = json.loads(score.read_text())
+    assert 0 < result["hermes"]["f1"] <= 1 and result["unobserved"]["nrmse"] >= 0
+    assert result["causal"]["truth"]["violations"] == 0  # simulated histories are feasible
+
+
+def test_reconstruction_never_reads_the_truth(tmp_path, history):
+    problem = read_history(history)
+    stripped = Problem(problem.graph, problem.model, problem.T, problem.n0, problem.observations, None, "x")
+    no_truth = tmp_path / "obs-only.h5"
+    write_history(no_truth, stripped)
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    assert main(["reconstruct", str(history), "--out", str(a), "--method", "battus", "--quiet",
+                 "--backend", "cpu", "--grid-points", "5", "--refine-rounds", "1"]) == 0
+    assert main(["reconstruct", str(no_truth), "--out", str(b), "--method", "battus", "--quiet",
+                 "--backend", "cpu", "--grid-points", "5", "--refine-rounds", "1"]) == 0
+    np.testing.assert_array_equal(read_prediction(a)["states"], read_prediction(b)["states"])
+
+
+def test_import_and_simulate(tmp_path, capsys):
+    hist = tmp_path / "covid.h5"
+    assert main(["import-hermes", str(DITTO / "covid/covid-sir.pt"), "--out", str(hist), "--quiet"]) == 0
+    problem = read_history(hist)
+    assert (problem.n, problem.T, problem.n0, problem.model) == (344, 10, 50, "sir")
+    assert problem.observations.times.tolist() == [5, 10]
+    sim = tmp_path / "sim.h5"
+    assert main(["simulate", str(hist), "--out", str(sim), "--model", "si", "--T", "6", "--n0", "3",
+                 "--quiet"]) == 0
+    again = tmp_path / "sim2.h5"
+    assert main(["simulate", str(hist), "--out", str(again), "--model", "si", "--T", "6", "--n0", "3",
+                 "--quiet"]) == 0
+    np.testing.assert_array_equal(read_history(sim).truth, read_history(again).truth)
+    assert main(["info", str(sim)]) == 0
+    assert "battus-history" in capsys.readouterr().out
+
+
+def _mutate(src: Path, dst: Path, edit) -> Path:
+    dst.write_bytes(src.read_bytes())
+    with h5py.File(dst, "r+") as fh:
+        edit(fh)
+    return dst
+
+
+def test_missing_dataset(tmp_path, history, capsys):
+    bad = _mutate(history, tmp_path / "bad.h5", lambda fh: fh.__delitem__("observations/times"))
+    fails_cleanly(capsys, ["reconstruct", str(bad), "--out", str(tmp_path / "p.h5"), "--method",
+                           "battus-z"], tmp_path / "p.h5", "observations/times")
+
+
+def test_missing_input_file(tmp_path, capsys):
+    fails_cleanly(capsys, ["reconstruct", str(tmp_path / "nope.h5"), "--out", str(tmp_path / "p.h5"),
+                           "--method", "battus-z"], tmp_path / "p.h5", "nope.h5")
+
+
+def test_wrong_shape(tmp_path, history, capsys):
+    def edit(fh):
+        del fh["observations/states"]
+        fh["observations/states"] = np.zeros((2, 59), dtype=np.uint8)
+
+    bad = _mutate(history, tmp_path / "bad.h5", edit)
+    fails_cleanly(capsys, ["reconstruct", str(bad), "--out", str(tmp_path / "p.h5"), "--method",
+                           "battus-z"], tmp_path / "p.h5", "observations/states")
+
+
+def test_non_monotone_truth(tmp_path, history, capsys):
+    def edit(fh):
+        truth = fh["truth"][()]
+        col = int(np.nonzero(truth[-1] == 2)[0][0])
+        truth[-1, col] = 0
+        truth[8 // 2, col] = truth[4, col]
+        del fh["truth"]
+        fh["truth"] = truth
+
+    bad = _mutate(history, tmp_path / "bad.h5", edit)
+    fails_cleanly(capsys, ["score", str(bad), str(history), "--out", str(tmp_path / "s.json")],
+                  tmp_path / "s.json", "truth")
+
+
+def test_observed_frame_out_of_range(tmp_path, history, capsys):
+    def edit(fh):
+        del fh["observations/times"]
+        fh["observations/times"] = np.array([4, 9])
+
+    bad = _mutate(history, tmp_path / "bad.h5", edit)
+    fails_cleanly(capsys, ["reconstruct", str(bad), "--out", str(tmp_path / "p.h5"), "--method",
+                           "battus-z"], tmp_path / "p.h5", "observations/times")
+
+
+def test_schedule_out_of_range(tmp_path, history, capsys):
+    fails_cleanly(capsys, ["reconstruct", str(history), "--out", str(tmp_path / "p.h5"), "--method",
+                           "battus-z", "--schedule", "3,12"], tmp_path / "p.h5", "schedule")
+
+
+def test_unknown_method(tmp_path, history, capsys):
+    fails_cleanly(capsys, ["reconstruct", str(history), "--out", str(tmp_path / "p.h5"), "--method",
+                           "hermes"], tmp_path / "p.h5", "--method")
+
+
+@pytest.mark.parametrize("tau", ["0", "1.2", "-0.1", "nan"])
+def test_tau_outside_unit_interval(tmp_path, history, capsys, tau):
+    fails_cleanly(capsys, ["reconstruct", str(history), "--out", str(tmp_path / "p.h5"), "--method",
+                           "battus-z", "--tau", tau], tmp_path / "p.h5", "tau")
+
+
+@pytest.mark.parametrize("flag,value", [("--beta-i", "1.5"), ("--beta-r", "-0.2")])
+def test_rate_outside_unit_interval(tmp_path, history, capsys, flag, value):
+    fails_cleanly(capsys, ["reconstruct", str(history), "--out", str(tmp_path / "p.h5"), "--method",
+                           "battus-z", flag, value], tmp_path / "p.h5", flag.lstrip("-").replace("-", "_"))
+
+
+def test_simulate_rate_outside_unit_interval(tmp_path, history, capsys):
+    fails_cleanly(capsys, ["simulate", str(history), "--out", str(tmp_path / "s.h5"), "--model", "sir",
+                           "--n0", "3", "--beta-i", "2"], tmp_path / "s.h5", "beta_i")
+
+
+def test_truncated_hdf5(tmp_path, history, capsys):
+    data = history.read_bytes()
+    bad = tmp_path / "truncated.h5"
+    bad.write_bytes(data[: len(data) // 2])
+    fails_cleanly(capsys, ["reconstruct", str(bad), "--out", str(tmp_path / "p.h5"), "--method",
+                           "battus-z"], tmp_path / "p.h5", "truncated.h5")
+
+
+def test_wrong_file_kind(tmp_path, history, capsys):
+    fails_cleanly(capsys, ["score", str(history), str(history), "--out", str(tmp_path / "s.json")],
+                  tmp_path / "s.json", "format")
+
+
+class _Exploit:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_pt_with_foreign_class_is_refused(tmp_path, capsys):
+    buf = io.BytesIO()
+    pickle.dump({"edge_index": _Exploit()}, buf, protocol=2)
+    bad = tmp_path / "evil.pt"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("archive/data.pkl", buf.getvalue())
+    err = fails_cleanly(capsys, ["import-hermes", str(bad), "--out", str(tmp_path / "h.h5")],
+                        tmp_path / "h.h5", "pickle")
+    assert "system" in err
+
+
+def test_pt_that_is_not_a_zip(tmp_path, capsys):
+    bad = tmp_path / "plain.pt"
+    bad.write_bytes(b"not a zip")
+    fails_cleanly(capsys, ["import-hermes", str(bad), "--out", str(tmp_path / "h.h5")], tmp_path / "h.h5", "file")
+
+
+def test_installed_entry_point_exit_status(tmp_path, history):
+    out = tmp_path / "p.h5"
+    proc = subprocess.run([sys.executable, "-m", "battus.cli", "reconstruct", str(history), "--out", str(out),
+                           "--method", "battus-z", "--tau", "3"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "tau" in proc.stderr
+    assert not out.exists()
+
+
+def test_help_explains_every_option(capsys):
+    for command in ("import-hermes", "graph", "simulate", "reconstruct", "score", "info"):
+        assert main([command, "--help"]) == 0
+        text = capsys.readouterr().out
+        assert "usage:" in text

@@ -1,0 +1,86 @@
+"""HDF5 round trips and atomic writes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from battus.errors import InputError
+from battus.graph import from_arcs
+from battus.infer import method_options, reconstruct
+from battus.io import (
+    atomic_path,
+    read_graph,
+    read_history,
+    read_prediction,
+    write_graph,
+    write_history,
+    write_prediction,
+)
+from battus.problem import Problem, observe
+from battus.simulate import simulate
+
+
+def toy_problem(with_truth=True):
+    rng = np.random.default_rng(4)
+    graph = from_arcs(rng.integers(0, 50, 200), rng.integers(0, 50, 200), directed=True, n=50,
+                      node_ids=np.arange(1000, 1050))
+    truth = simulate(graph, "sir", 6, 3, 0.3, 0.2, seed=1)
+    return Problem(graph=graph, model="sir", T=6, n0=3, observations=observe(truth, np.array([3, 6])),
+                   truth=truth if with_truth else None, name="toy")
+
+
+def test_history_round_trip(tmp_path):
+    problem = toy_problem()
+    write_history(tmp_path / "h.h5", problem, {"seed": 1})
+    back = read_history(tmp_path / "h.h5", require_truth=True)
+    assert np.array_equal(back.graph.indptr, problem.graph.indptr)
+    assert np.array_equal(back.graph.indices, problem.graph.indices)
+    assert np.array_equal(back.graph.node_ids, problem.graph.node_ids)
+    assert back.graph.directed and back.model == "sir" and back.T == 6 and back.n0 == 3
+    assert np.array_equal(back.truth, problem.truth)
+    assert back.provenance["seed"] == 1
+
+
+def test_scoring_needs_truth(tmp_path):
+    write_history(tmp_path / "h.h5", toy_problem(with_truth=False))
+    assert read_history(tmp_path / "h.h5").truth is None
+    with pytest.raises(InputError, match="truth"):
+        read_history(tmp_path / "h.h5", require_truth=True)
+
+
+def test_graph_round_trip(tmp_path):
+    graph = toy_problem().graph
+    write_graph(tmp_path / "g.h5", graph)
+    back = read_graph(tmp_path / "g.h5")
+    assert np.array_equal(back.indices, graph.indices) and back.directed
+
+
+def test_prediction_records_provenance(tmp_path):
+    problem = toy_problem()
+    write_history(tmp_path / "h.h5", problem)
+    recon = reconstruct(problem, method_options("battus-z"), backend="cpu")
+    write_prediction(tmp_path / "p.h5", recon, problem, tmp_path / "h.h5")
+    pred = read_prediction(tmp_path / "p.h5")
+    assert np.array_equal(pred["states"], recon.states)
+    for key in ("method", "backend", "device", "package_version", "algorithm_seconds", "beta_i", "beta_r"):
+        assert key in pred, key
+    assert len(pred["provenance"]["input_sha256"]) == 64
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    target = tmp_path / "out.h5"
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_bytes(b"partial")
+        raise RuntimeError("killed")
+    assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_deterministic_reconstruction(tmp_path):
+    problem = toy_problem()
+    a = reconstruct(problem, method_options("battus", fit_settings=__import__("battus.fit").fit.FitSettings(
+        grid_points=6, refine_rounds=2)), backend="cpu")
+    b = reconstruct(problem, method_options("battus", fit_settings=__import__("battus.fit").fit.FitSettings(
+        grid_points=6, refine_rounds=2)), backend="cpu")
+    assert np.array_equal(a.states, b.states) and a.beta_i == b.beta_i and a.beta_r == b.beta_r
