@@ -63,11 +63,25 @@ def check_simulation_args(graph: Graph, model: str, T: int, n0: int, beta_i: flo
 
 
 def simulate(graph: Graph, model: str, T: int, n0: int, beta_i: float, beta_r: float,
-             seed: int = DEFAULT_SEED) -> np.ndarray:
-    """Return the (T+1, n) uint8 true history (0=S, 1=I, 2=R)."""
+             seed: int = DEFAULT_SEED, backend: str = "cpu") -> np.ndarray:
+    """Return the (T+1, n) uint8 true history (0=S, 1=I, 2=R).
+
+    ``backend`` is ``cpu``, ``cuda`` or ``auto``; both give bit-identical
+    histories for a seed (counter-based draws).
+    """
     check_simulation_args(graph, model, T, n0, beta_i, beta_r)
     if model == "si":
         beta_r = 0.0
+    if backend not in ("cpu", "cuda", "auto"):
+        raise InputError("simulate", "backend", f"unknown backend {backend!r} (auto, cpu or cuda)")
+    if backend != "cpu":
+        from .backends import get_backend
+
+        if get_backend(backend).name == "cuda":
+            from .kernels.cuda import simulate as simulate_cuda
+
+            return simulate_cuda(graph.indptr, graph.indices, initial_infections(graph.n, n0, seed),
+                                 T, float(beta_i), float(beta_r), seed)
     states = np.zeros((T + 1, graph.n), dtype=np.uint8)
     states[0, initial_infections(graph.n, n0, seed)] = 1
     for t in range(T):

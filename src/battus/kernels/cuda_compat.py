@@ -1,0 +1,66 @@
+"""Make numba-cuda 0.30.4 compile kernels under NumPy >= 2.5.
+
+numba-cuda's ``numba/cuda/np/arrayobj.py`` runs ``overload(np.row_stack)``
+at import time whenever ``numpy_version >= (2, 0)``. NumPy 2.5 removed
+``np.row_stack``, so that import raises ``AttributeError``; the module is
+imported lazily by the CUDA target the first time anything is compiled, hence
+``from numba import cuda`` works and the first ``@cuda.jit`` launch fails.
+Upstream declined the fix and numba-cuda is in maintenance mode
+(NVIDIA/numba-cuda#907, #916).
+
+Routes considered:
+
+* Pin ``numpy < 2.5``: fails the requirement that the project runs in an
+  existing environment (the GPU image ships NumPy 2.5.2 and no registry), and
+  would downgrade NumPy for every other package of the user.
+* Leave a permanent ``np.row_stack = np.vstack`` alias: works, but changes
+  NumPy's public namespace for the whole process (code probing for the removed
+  name would silently find it) and registers a second overload on
+  ``np.vstack``.
+* Chosen: a *guarded, temporary* alias. Only when ``np.row_stack`` is missing,
+  bind it to a private placeholder function, import numba-cuda's array module
+  (which registers its overload on the placeholder, a function nobody calls),
+  then remove the name again. NumPy's namespace is unchanged afterwards, no
+  NumPy function gets a duplicate overload, and nothing happens on NumPy
+  < 2.5 or under the CUDA simulator (which never compiles). It runs from
+  :mod:`battus.kernels.cuda` before any kernel is defined, so users do
+  nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+
+import numpy as np
+
+_ARRAYOBJ = "numba.cuda.np.arrayobj"
+_lock = threading.Lock()
+
+
+def _removed_row_stack(*args, **kwargs):  # pragma: no cover - never called
+    raise AttributeError("numpy.row_stack was removed in NumPy 2.5; use numpy.vstack")
+
+
+def ensure_numpy_compat() -> bool:
+    """Import numba-cuda's array module under a temporary ``np.row_stack``.
+
+    Returns True when the workaround was needed (NumPy without ``row_stack``).
+    Idempotent and thread-safe; a no-op under ``NUMBA_ENABLE_CUDASIM=1``.
+    """
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return False
+    with _lock:
+        if _ARRAYOBJ in sys.modules:
+            return False
+        if "row_stack" in np.__dict__:
+            importlib.import_module(_ARRAYOBJ)
+            return False
+        np.row_stack = _removed_row_stack
+        try:
+            importlib.import_module(_ARRAYOBJ)
+        finally:
+            del np.row_stack
+        return True
