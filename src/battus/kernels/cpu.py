@@ -35,17 +35,25 @@ def _reset_to_observation(states, f_s, f_i, f_r):
 
 
 @numba.njit(parallel=True, cache=True)
-def _mean_field_update(rho, beta_r, f_s, f_i, f_r):
-    for u in prange(f_s.shape[0]):
-        k = f_i[u] + f_s[u] * (1.0 - rho[u])
-        f_s[u] = f_s[u] * rho[u]
-        f_i[u] = k * (1.0 - beta_r)
-        f_r[u] = f_r[u] + k * beta_r
+def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, rho_out, update):
+    # Fused step: vertex u's pressure reads the neighbours' current infected
+    # marginals (f_i), and u's own next state goes to a second buffer
+    # (f_i_next), so no thread reads a value another thread already advanced.
+    n = indptr.shape[0] - 1
+    for u in prange(n):
+        acc = 1.0
+        for e in range(indptr[u], indptr[u + 1]):
+            acc *= 1.0 - beta_i * f_i[indices[e]]
+        rho_out[u] = acc
+        if update:
+            k = f_i[u] + f_s[u] * (1.0 - acc)
+            f_s[u] = f_s[u] * acc
+            f_i_next[u] = k * (1.0 - beta_r)
+            f_r[u] = f_r[u] + k * beta_r
 
 
-def mean_field_pressures(
-    indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states, reset, out_rho
-):
+@numba.njit(cache=True)
+def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states, reset, out_rho):
     """Run the mean-field recursion (Eq. 3) and store every frame's pressure.
 
     ``out_rho[t]`` is computed from the marginals of frame t. With ``reset`` the
@@ -55,13 +63,13 @@ def mean_field_pressures(
     n = indptr.shape[0] - 1
     f_s = np.full(n, prior[0])
     f_i = np.full(n, prior[1])
+    f_i_next = np.empty(n)
     f_r = np.full(n, prior[2])
     for t in range(T + 1):
         if reset and obs_index[t] >= 0:
             _reset_to_observation(obs_states[obs_index[t]], f_s, f_i, f_r)
-        pressure(indptr, indices, f_i, beta_i, out_rho[t])
-        if t < T:
-            _mean_field_update(out_rho[t], beta_r, f_s, f_i, f_r)
+        _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, out_rho[t], t < T)
+        f_i, f_i_next = f_i_next, f_i
 
 
 @numba.njit(cache=True)
@@ -81,64 +89,61 @@ def forward_backward(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_sta
     message starts from the observation at seg_left[s] (or ``prior`` when that
     frame is unobserved) and its backward message from the observation at
     seg_right[s] (or all-ones when unobserved or ``backward`` is off).
-    Later segments overwrite the shared boundary frame.
+    Later segments overwrite the shared boundary frame. The forward messages
+    are stored in ``gamma`` itself and turned into posteriors during the
+    backward sweep, so no per-vertex scratch memory is needed.
     """
     n = rho.shape[1]
-    n_seg = seg_left.shape[0]
-    n_frames = rho.shape[0]
     for u in prange(n):
-        alpha = np.empty((n_frames, 3))
-        delta = np.empty((n_frames, 3))
-        for s in range(n_seg):
+        for s in range(seg_left.shape[0]):
             lo = seg_left[s]
             hi = seg_right[s]
             if obs_index[lo] >= 0:
-                _onehot(obs_states[obs_index[lo], u], alpha[lo])
+                y = obs_states[obs_index[lo], u]
+                a_s = 1.0 if y == 0 else 0.0
+                a_i = 1.0 if y == 1 else 0.0
+                a_r = 1.0 if y == 2 else 0.0
             else:
-                alpha[lo, 0] = prior[0]
-                alpha[lo, 1] = prior[1]
-                alpha[lo, 2] = prior[2]
+                a_s = prior[0]
+                a_i = prior[1]
+                a_r = prior[2]
+            gamma[0, lo, u] = a_s
+            gamma[1, lo, u] = a_i
+            gamma[2, lo, u] = a_r
             for t in range(lo, hi):
                 q = rho[t + 1, u]
-                a_s = alpha[t, 0]
-                a_i = alpha[t, 1]
-                a_r = alpha[t, 2]
-                nxt_s = a_s * q
                 infected = a_s * (1.0 - q) + a_i
-                nxt_i = infected * (1.0 - beta_r)
-                nxt_r = infected * beta_r + a_r
-                z = nxt_s + nxt_i + nxt_r
-                alpha[t + 1, 0] = nxt_s / z
-                alpha[t + 1, 1] = nxt_i / z
-                alpha[t + 1, 2] = nxt_r / z
+                a_s = a_s * q
+                a_i = infected * (1.0 - beta_r)
+                a_r = infected * beta_r + a_r
+                z = a_s + a_i + a_r
+                a_s /= z
+                a_i /= z
+                a_r /= z
+                gamma[0, t + 1, u] = a_s
+                gamma[1, t + 1, u] = a_i
+                gamma[2, t + 1, u] = a_r
             if backward and obs_index[hi] >= 0:
-                _onehot(obs_states[obs_index[hi], u], delta[hi])
+                y = obs_states[obs_index[hi], u]
+                d_s = 1.0 if y == 0 else 0.0
+                d_i = 1.0 if y == 1 else 0.0
+                d_r = 1.0 if y == 2 else 0.0
             else:
-                delta[hi, 0] = 1.0
-                delta[hi, 1] = 1.0
-                delta[hi, 2] = 1.0
-            for t in range(hi - 1, lo - 1, -1):
-                if backward:
+                d_s = 1.0
+                d_i = 1.0
+                d_r = 1.0
+            for t in range(hi, lo - 1, -1):
+                if t < hi and backward:
                     q = rho[t + 1, u]
-                    d_s = delta[t + 1, 0]
-                    d_i = delta[t + 1, 1]
-                    d_r = delta[t + 1, 2]
                     d_from_i = (1.0 - beta_r) * d_i + beta_r * d_r
                     b_s = q * d_s + (1.0 - q) * d_from_i
-                    b_i = d_from_i
-                    b_r = d_r
-                    z = b_s + b_i + b_r
-                    delta[t, 0] = b_s / z
-                    delta[t, 1] = b_i / z
-                    delta[t, 2] = b_r / z
-                else:
-                    delta[t, 0] = 1.0
-                    delta[t, 1] = 1.0
-                    delta[t, 2] = 1.0
-            for t in range(lo, hi + 1):
-                g_s = alpha[t, 0] * delta[t, 0]
-                g_i = alpha[t, 1] * delta[t, 1]
-                g_r = alpha[t, 2] * delta[t, 2]
+                    z = b_s + d_from_i + d_r
+                    d_s = b_s / z
+                    d_i = d_from_i / z
+                    d_r = d_r / z
+                g_s = gamma[0, t, u] * d_s
+                g_i = gamma[1, t, u] * d_i
+                g_r = gamma[2, t, u] * d_r
                 z = g_s + g_i + g_r
                 gamma[0, t, u] = g_s / z
                 gamma[1, t, u] = g_i / z
@@ -235,27 +240,25 @@ def states_from_hitting_times(t_inf, t_rec, out):
 
 
 @numba.njit(parallel=True, cache=True)
-def _batch_pressure(indptr, indices, f_inf, beta_i, out):
+def _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r):
+    # Vertex x candidate layout: each arc reads one contiguous row of the
+    # source's candidates; the fused update writes u's next infected marginals
+    # to a second buffer (see _pressure_and_update).
     n = indptr.shape[0] - 1
     n_cand = beta_i.shape[0]
     for u in prange(n):
-        acc = np.ones(n_cand)
+        acc = f_i_next[u]  # reuse the output row as the product accumulator
+        for c in range(n_cand):
+            acc[c] = 1.0
         for e in range(indptr[u], indptr[u + 1]):
-            v = indices[e]
+            row = f_i[indices[e]]
             for c in range(n_cand):
-                acc[c] *= 1.0 - beta_i[c] * f_inf[v, c]
+                acc[c] *= 1.0 - beta_i[c] * row[c]
         for c in range(n_cand):
-            out[u, c] = acc[c]
-
-
-@numba.njit(parallel=True, cache=True)
-def _batch_update(rho, beta_r, f_s, f_i, f_r):
-    n, n_cand = f_s.shape
-    for u in prange(n):
-        for c in range(n_cand):
-            k = f_i[u, c] + f_s[u, c] * (1.0 - rho[u, c])
-            f_s[u, c] = f_s[u, c] * rho[u, c]
-            f_i[u, c] = k * (1.0 - beta_r[c])
+            rho = acc[c]
+            k = f_i[u, c] + f_s[u, c] * (1.0 - rho)
+            f_s[u, c] = f_s[u, c] * rho
+            acc[c] = k * (1.0 - beta_r[c])
             f_r[u, c] = f_r[u, c] + k * beta_r[c]
 
 
@@ -279,6 +282,7 @@ def _batch_score_and_reset(states, f_s, f_i, f_r, out_ll):
             f_r[u, c] = 1.0 if s == 2 else 0.0
 
 
+@numba.njit(cache=True)
 def segmented_loglik(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states):
     """Eq. 4 for a batch of candidates (vertex x candidate layout), unnormalised.
 
@@ -289,15 +293,18 @@ def segmented_loglik(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_s
     n_cand = beta_i.shape[0]
     f_s = np.full((n, n_cand), prior[0])
     f_i = np.full((n, n_cand), prior[1])
+    f_i_next = np.empty((n, n_cand))
     f_r = np.full((n, n_cand), prior[2])
-    rho = np.empty((n, n_cand))
     ll = np.zeros(n_cand)
-    last_obs = int(np.max(np.nonzero(obs_index >= 0)[0])) if np.any(obs_index >= 0) else -1
+    last_obs = -1
+    for t in range(T + 1):
+        if obs_index[t] >= 0:
+            last_obs = t
     for t in range(last_obs + 1):
         if obs_index[t] >= 0:
             _batch_score_and_reset(obs_states[obs_index[t]], f_s, f_i, f_r, ll)
         if t == last_obs:
             break
-        _batch_pressure(indptr, indices, f_i, beta_i, rho)
-        _batch_update(rho, beta_r, f_s, f_i, f_r)
+        _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r)
+        f_i, f_i_next = f_i_next, f_i
     return ll
