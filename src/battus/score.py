@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .causal import certify_violations
 from .graph import Graph
 
 
@@ -93,11 +94,15 @@ def score_all(problem, states: np.ndarray) -> dict:
     times = problem.observations.times
     pv, pe = causal_violations(problem.graph, states)
     tv, te = causal_violations(problem.graph, truth)
+    obs = problem.observations
+    p_forced = certify_violations(problem.graph, states, obs.times, obs.states)["forced"]
+    t_forced = certify_violations(problem.graph, truth, obs.times, obs.states)["forced"]
     return {
         "hermes": hermes_score(truth, states, problem.model),
         "unobserved": unobserved_score(truth, states, problem.model, times),
         "causal": {
-            "prediction": {"violations": pv, "events": pe, "rate": pv / pe if pe else 0.0},
-            "truth": {"violations": tv, "events": te, "rate": tv / te if te else 0.0},
+            "prediction": {"violations": pv, "events": pe, "rate": pv / pe if pe else 0.0,
+                           "forced": p_forced},
+            "truth": {"violations": tv, "events": te, "rate": tv / te if te else 0.0, "forced": t_forced},
         },
     }
