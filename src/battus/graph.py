@@ -9,10 +9,14 @@ the hottest array matters on every backend.
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numba
 import numpy as np
+import pandas as pd
 
 from .errors import InputError
 
@@ -92,6 +96,21 @@ def largest_weak_component(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarr
     return labels == int(np.argmax(sizes))
 
 
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a 1-D integer array by sort and compare.
+
+    numpy 2.x's ``np.unique`` goes through a hash table that is two orders of
+    magnitude slower than sorting for tens of millions of int64 keys.
+    """
+    values = np.sort(values)
+    if values.shape[0] < 2:
+        return values
+    keep = np.empty(values.shape[0], dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
 def from_arcs(
     src: np.ndarray,
     dst: np.ndarray,
@@ -118,7 +137,9 @@ def from_arcs(
     src = np.asarray(src)
     dst = np.asarray(dst)
     if src.shape != dst.shape or src.ndim != 1:
-        raise InputError(source, "arcs", f"source and target arrays differ in shape: {src.shape} vs {dst.shape}")
+        raise InputError(
+            source, "arcs", f"source and target arrays differ in shape: {src.shape} vs {dst.shape}"
+        )
     if src.size and (min(src.min(), dst.min()) < 0):
         raise InputError(source, "arcs", "negative vertex index")
     if n is None:
@@ -148,7 +169,7 @@ def from_arcs(
         node_ids = node_ids[mask]
         n = int(mask.sum())
     # Sort by (dst, src) and drop duplicates: rows of the in-CSR come out sorted.
-    key = np.unique(dst * np.int64(max(n, 1)) + src)
+    key = _sorted_unique(dst * np.int64(max(n, 1)) + src)
     dst_sorted = key // max(n, 1)
     src_sorted = key - dst_sorted * max(n, 1)
     indptr = np.zeros(n + 1, dtype=np.int64)
@@ -171,3 +192,438 @@ def is_symmetric(graph: Graph) -> bool:
     fwd = np.sort(dst * n + src)
     rev = np.sort(src * n + dst)
     return bool(np.array_equal(fwd, rev))
+
+
+# --------------------------------------------------------------------------
+# Reading graphs: edge-list files, scipy.sparse matrices, networkx graphs
+# --------------------------------------------------------------------------
+
+_CHUNK_ROWS = 1 << 23  # rows per pandas chunk (8M rows, ~128 MB of int64 pairs)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@numba.njit(cache=True)
+def _appearance_labels(src: np.ndarray, dst: np.ndarray, offset: int, size: int):
+    """Label ids ``0..N-1`` in order of first appearance in ``src[0], dst[0], src[1], ...``."""
+    label = np.full(size, -1, dtype=np.int64)
+    order = np.empty(size, dtype=np.int64)
+    out_s = np.empty(src.shape[0], dtype=np.int64)
+    out_d = np.empty(src.shape[0], dtype=np.int64)
+    nxt = 0
+    for i in range(src.shape[0]):
+        for side in range(2):
+            x = src[i] if side == 0 else dst[i]
+            lab = label[x - offset]
+            if lab < 0:
+                lab = nxt
+                label[x - offset] = lab
+                order[nxt] = x
+                nxt += 1
+            if side == 0:
+                out_s[i] = lab
+            else:
+                out_d[i] = lab
+    return out_s, out_d, order[:nxt].copy()
+
+
+def _relabel(
+    src: np.ndarray, dst: np.ndarray, how: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Map arbitrary int64 ids to ``0..N-1``; return (src labels, dst labels, ids per label).
+
+    ``how='appearance'`` numbers ids in order of first appearance, row by row
+    (what networkx and the DITTO exports do), ``'sorted'`` by increasing id.
+    """
+    if src.size == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), empty.copy()
+    lo = int(min(src.min(), dst.min()))
+    hi = int(max(src.max(), dst.max()))
+    span = hi - lo + 1
+    dense = span <= 8 * src.size + (1 << 20)  # id range small enough for a lookup table
+    if how == "appearance" and dense:
+        return _appearance_labels(src, dst, lo, span)
+    if dense:
+        present = np.zeros(span, dtype=bool)
+        present[src - lo] = True
+        present[dst - lo] = True
+        table = np.cumsum(present, dtype=np.int64) - 1
+        return table[src - lo], table[dst - lo], np.flatnonzero(present).astype(np.int64) + lo
+    flat = np.empty(2 * src.shape[0], dtype=np.int64)
+    flat[0::2] = src
+    flat[1::2] = dst
+    if how == "appearance":
+        uniq = pd.unique(flat).astype(np.int64)  # hash-based, keeps first-appearance order
+        perm = np.argsort(uniq)
+        labels = perm[np.searchsorted(uniq[perm], flat)].astype(np.int64)
+        return labels[0::2].copy(), labels[1::2].copy(), uniq
+    perm = np.argsort(flat)
+    ordered = flat[perm]
+    first = np.empty(ordered.shape[0], dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    labels = np.empty(flat.shape[0], dtype=np.int64)
+    labels[perm] = np.cumsum(first) - 1
+    return labels[0::2].copy(), labels[1::2].copy(), ordered[first].astype(np.int64)
+
+
+def graph_from_raw_arcs(
+    src: np.ndarray,
+    dst: np.ndarray,
+    *,
+    directed: bool,
+    keep_largest_component: bool = True,
+    relabel: str = "appearance",
+    name: str = "",
+    source: str = "<arrays>",
+    meta: dict | None = None,
+) -> Graph:
+    """Clean raw arcs ``src[i] -> dst[i]`` with arbitrary int64 vertex ids into a :class:`Graph`.
+
+    Self-loops and duplicate arcs are dropped (for undirected input ``u v`` and
+    ``v u`` are the same edge), undirected input is symmetrized, and with
+    ``keep_largest_component`` only the largest weakly connected component is
+    kept (ties go to the component holding the smallest label). Vertices are
+    relabelled ``0..n-1`` (``relabel='appearance'``: order of first appearance
+    in ``src[0], dst[0], src[1], ...``; ``'sorted'``: increasing id) and the
+    original ids are kept in ``node_ids``. Every count is recorded in ``meta``:
+    ``input_lines``, ``self_loops_dropped``, ``duplicates_dropped`` (for
+    undirected input, repeated edges in either orientation),
+    ``vertices_before_lwcc``, ``arcs_before_lwcc``, ``edges_before_lwcc`` and
+    the same three ``*_after_lwcc``.
+    """
+    if relabel not in ("appearance", "sorted"):
+        raise InputError(source, "relabel", f"expected 'appearance' or 'sorted', got {relabel!r}")
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if src.shape != dst.shape or src.ndim != 1:
+        raise InputError(
+            source, "arcs", f"source and target arrays differ in shape: {src.shape} vs {dst.shape}"
+        )
+    lines = int(src.shape[0])
+    s, d, ids = _relabel(src, dst, relabel)
+    del src, dst  # the caller's arrays stay; ours are freed as soon as possible
+    n_all = int(ids.shape[0])
+    if n_all >= 2**31:
+        raise InputError(source, "n", "more than 2**31-1 vertices are not supported")
+    loop = s == d
+    self_loops = int(np.count_nonzero(loop))
+    if self_loops:
+        keep = ~loop
+        s, d = s[keep], d[keep]
+        del keep
+    del loop
+    # Arc keys (dst << bits) | src sort by (dst, src) and decode without division.
+    bits = np.int64(max(n_all - 1, 1).bit_length())
+    low = (np.int64(1) << bits) - 1
+    if directed:
+        key = d << bits
+        key |= s
+    else:
+        key = np.maximum(s, d)
+        key <<= bits
+        key |= np.minimum(s, d)
+    del s, d
+    key = _sorted_unique(key)
+    duplicates = lines - self_loops - int(key.shape[0])
+    d = key >> bits
+    key &= low
+    s = key
+    del key
+    units = int(s.shape[0])  # arcs (directed) or edges (undirected)
+    record = dict(meta or {})
+    record.update(
+        source=str(source),
+        directed=bool(directed),
+        relabel=relabel,
+        input_lines=lines,
+        self_loops_dropped=self_loops,
+        duplicates_dropped=duplicates,
+        vertices_before_lwcc=n_all,
+        arcs_before_lwcc=units if directed else 2 * units,
+        edges_before_lwcc=units,
+        largest_component_kept=bool(keep_largest_component),
+    )
+    n = n_all
+    if keep_largest_component and n_all:
+        mask = largest_weak_component(n_all, s, d)
+        n = int(np.count_nonzero(mask))
+        if n < n_all:
+            table = np.cumsum(mask, dtype=np.int64) - 1
+            keep = mask[s]  # both ends lie in the same component
+            s, d = table[s[keep]], table[d[keep]]
+            ids = ids[mask]
+            del table, keep
+    if directed:
+        dst_sorted, src_sorted = d, s  # relabelling is monotone: still sorted by (dst, src)
+    else:
+        e = s.shape[0]
+        key = np.empty(2 * e, dtype=np.int64)
+        np.left_shift(d, bits, out=key[:e])
+        key[:e] |= s
+        np.left_shift(s, bits, out=key[e:])
+        key[e:] |= d
+        del s, d
+        key.sort()
+        dst_sorted = key >> bits
+        key &= low
+        src_sorted = key
+        del key
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst_sorted, minlength=n), out=indptr[1:])
+    del dst_sorted
+    m = int(src_sorted.shape[0])
+    record.update(
+        vertices_after_lwcc=n,
+        arcs_after_lwcc=m,
+        edges_after_lwcc=m if directed else m // 2,
+    )
+    return Graph(
+        indptr=indptr,
+        indices=src_sorted.astype(np.int32),
+        node_ids=ids.astype(np.int64),
+        directed=bool(directed),
+        name=name,
+        meta=record,
+    )
+
+
+def _open_text(path: Path):
+    """Open a plain or gzip text file for the line-by-line diagnosis."""
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == _GZIP_MAGIC
+    if gz:
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")
+    return open(path, encoding="utf-8", errors="replace", newline="")
+
+
+def _data_line(raw: str) -> str:
+    return raw.split("#", 1)[0].strip()
+
+
+def _split(line: str, fmt: str) -> list[str]:
+    if fmt == "csv":
+        return [f.strip().strip('"').strip("'").strip() for f in line.split(",")]
+    return line.split()
+
+
+def _is_int(token: str) -> bool:
+    try:
+        value = int(token)
+    except ValueError:
+        return False
+    return -(2**63) <= value < 2**63
+
+
+def _first_data_line(path: Path) -> tuple[int, str] | None:
+    """(1-based line number, text) of the first non-comment, non-blank line."""
+    with _open_text(path) as fh:
+        for number, raw in enumerate(fh, start=1):
+            line = _data_line(raw)
+            if line:
+                return number, line
+    return None
+
+
+def _diagnose(path: Path, fmt: str, skip: int, fallback: str) -> InputError:
+    """Find the first malformed line (slow path, used only after a parse failure)."""
+    with _open_text(path) as fh:
+        for number, raw in enumerate(fh, start=1):
+            if number <= skip:
+                continue
+            line = _data_line(raw)
+            if not line:
+                continue
+            fields = _split(line, fmt)
+            if len(fields) < 2 or not fields[1]:
+                return InputError(
+                    path, "columns", f"line {number}: expected two vertex ids, got {line[:60]!r}"
+                )
+            for token in fields[:2]:
+                if not _is_int(token):
+                    return InputError(
+                        path, "vertex id", f"line {number}: {token[:40]!r} is not a 64-bit integer"
+                    )
+    return InputError(path, "edges", fallback)
+
+
+def _detect_format(path: Path, first: str) -> str:
+    stem = path.name[:-3] if path.name.endswith(".gz") else path.name
+    if stem.lower().endswith(".csv"):
+        return "csv"
+    return "csv" if "," in first else "snap"
+
+
+def read_edgelist(
+    path: str | Path,
+    *,
+    directed: bool,
+    fmt: str = "auto",
+    keep_largest_component: bool = True,
+    name: str | None = None,
+    relabel: str = "appearance",
+) -> Graph:
+    """Read a SNAP-style or CSV edge list into an in-neighbour CSR :class:`Graph`.
+
+    ``fmt='snap'``: ``.txt`` or ``.txt.gz``, ``#`` comment lines, tab- or
+    space-separated, two integer columns (extra columns ignored).
+    ``fmt='csv'``: comma separated, optional header line, first two columns.
+    ``fmt='auto'`` picks csv for ``*.csv[.gz]`` or a comma in the first data
+    line, snap otherwise. Gzip is recognised by its magic bytes. Each row is an
+    arc ``from -> to`` (an edge when ``directed`` is false). Preprocessing and
+    relabelling are those of :func:`graph_from_raw_arcs`; ``graph.meta``
+    records every count. Bad input raises :class:`InputError` naming the file
+    (and the line where there is one).
+    """
+    path = Path(path)
+    if fmt not in ("auto", "snap", "csv"):
+        raise InputError(path, "fmt", f"expected 'auto', 'snap' or 'csv', got {fmt!r}")
+    if relabel not in ("appearance", "sorted"):
+        raise InputError(path, "relabel", f"expected 'appearance' or 'sorted', got {relabel!r}")
+    if not path.is_file():
+        raise InputError(path, "file", "no such file")
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == _GZIP_MAGIC
+    if path.name.endswith(".gz") and not gz:
+        raise InputError(path, "gzip", "file name ends in .gz but the file is not gzip-compressed")
+    try:
+        first = _first_data_line(path)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(path, "gzip", f"unreadable gzip data ({exc})") from None
+    if first is None:
+        raise InputError(path, "edges", "file holds no edges (empty or only comments)")
+    first_no, first_line = first
+    if fmt == "auto":
+        fmt = _detect_format(path, first_line)
+    fields = _split(first_line, fmt)
+    if len(fields) < 2 or not fields[1]:
+        raise InputError(
+            path, "columns", f"line {first_no}: expected two vertex ids, got {first_line[:60]!r}"
+        )
+    skip = 0
+    if not (_is_int(fields[0]) and _is_int(fields[1])):
+        if fmt != "csv":
+            bad = fields[0] if not _is_int(fields[0]) else fields[1]
+            raise InputError(path, "vertex id", f"line {first_no}: {bad[:40]!r} is not an integer")
+        skip = first_no  # CSV header line (and the comments before it)
+    options = dict(
+        header=None,
+        usecols=[0, 1],
+        dtype=np.int64,
+        comment="#",
+        engine="c",
+        skiprows=skip,
+        chunksize=_CHUNK_ROWS,
+        compression="gzip" if gz else None,
+        encoding="utf-8",
+    )
+    if fmt == "csv":
+        options.update(sep=",", skipinitialspace=True)
+    else:
+        options.update(sep=r"\s+")
+    srcs: list[np.ndarray] = []
+    dsts: list[np.ndarray] = []
+    try:
+        with pd.read_csv(path, **options) as reader:
+            for chunk in reader:
+                srcs.append(chunk.iloc[:, 0].to_numpy(dtype=np.int64))
+                dsts.append(chunk.iloc[:, 1].to_numpy(dtype=np.int64))
+                del chunk
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise InputError(path, "gzip", f"unreadable gzip data ({exc})") from None
+    except pd.errors.EmptyDataError:
+        raise InputError(path, "edges", "file holds no edges (empty or only comments)") from None
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise _diagnose(path, fmt, skip, f"unparseable edge list ({exc})") from None
+    except OSError as exc:
+        raise InputError(path, "file", f"unreadable ({exc})") from None
+    if sum(a.shape[0] for a in srcs) == 0:
+        raise InputError(path, "edges", "file holds no edges (empty or only comments)")
+    src = srcs[0] if len(srcs) == 1 else np.concatenate(srcs)
+    del srcs
+    dst = dsts[0] if len(dsts) == 1 else np.concatenate(dsts)
+    del dsts
+    base = path.name
+    for suffix in (".gz", ".txt", ".csv", ".tsv"):
+        base = base.removesuffix(suffix)
+    return graph_from_raw_arcs(
+        src, dst, directed=directed, keep_largest_component=keep_largest_component,
+        relabel=relabel, name=name if name is not None else base, source=str(path),
+        meta={"format": fmt},
+    )
+
+
+def from_scipy(
+    matrix,
+    *,
+    directed: bool,
+    keep_largest_component: bool = False,
+    name: str = "",
+) -> Graph:
+    """Graph of a square scipy.sparse matrix or dense array; ``A[i, j] != 0`` is an arc ``i -> j``.
+
+    Vertices keep their row/column positions (``node_ids = 0..n-1``) unless
+    ``keep_largest_component`` drops some. Self-loops (the diagonal) and
+    explicit zeros are dropped; ``directed=False`` symmetrizes.
+    """
+    import scipy.sparse as sp  # optional dependency, imported only here
+
+    source = "<scipy matrix>"
+    try:
+        coo = sp.coo_array(matrix)
+    except (TypeError, ValueError) as exc:
+        raise InputError(source, "matrix", f"not convertible to a sparse matrix ({exc})") from None
+    if coo.ndim != 2 or coo.shape[0] != coo.shape[1]:
+        raise InputError(source, "shape", f"expected a square matrix, got shape {coo.shape}")
+    nz = coo.data != 0
+    row = np.asarray(coo.row)[nz].astype(np.int64)
+    col = np.asarray(coo.col)[nz].astype(np.int64)
+    graph = from_arcs(
+        row, col, directed=directed, n=int(coo.shape[0]),
+        keep_largest_component=keep_largest_component, name=name, source=source,
+    )
+    return _with_meta(graph, {"source": source, "input_arcs": int(row.shape[0])})
+
+
+def from_networkx(G, *, keep_largest_component: bool = False, name: str | None = None) -> Graph:
+    """Graph of a networkx (Di/Multi)Graph; directedness from ``G.is_directed()``.
+
+    Vertex ``i`` is the ``i``-th node of ``G.nodes``. When every node label is
+    an integer the labels go to ``node_ids``; otherwise ``node_ids`` are the
+    positions and ``meta['labels']`` lists the labels. Self-loops and parallel
+    edges are dropped.
+    """
+    source = "<networkx graph>"
+    nodes = list(G.nodes)
+    index = {node: i for i, node in enumerate(nodes)}
+    integer = all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) and -(2**63) <= v < 2**63
+        for v in nodes
+    )
+    meta: dict = {"source": source}
+    if integer and nodes:
+        node_ids = np.asarray(nodes, dtype=np.int64)
+    else:
+        node_ids = np.arange(len(nodes), dtype=np.int64)
+        if nodes:
+            meta["labels"] = [v if isinstance(v, (int, float, str)) else str(v) for v in nodes]
+    edges = list(G.edges())
+    src = np.fromiter((index[u] for u, _ in edges), dtype=np.int64, count=len(edges))
+    dst = np.fromiter((index[v] for _, v in edges), dtype=np.int64, count=len(edges))
+    graph = from_arcs(
+        src, dst, directed=bool(G.is_directed()), n=len(nodes),
+        keep_largest_component=keep_largest_component,
+        name=name if name is not None else str(G.name or ""), source=source,
+    )
+    positions = graph.node_ids  # positions in G.nodes of the vertices kept
+    if "labels" in meta:
+        meta["labels"] = [meta["labels"][p] for p in positions]
+    graph = Graph(graph.indptr, graph.indices, node_ids[positions], graph.directed, graph.name)
+    meta["input_arcs"] = len(edges)
+    return _with_meta(graph, meta)
+
+
+def _with_meta(graph: Graph, meta: dict) -> Graph:
+    record = dict(graph.meta)
+    record.update(meta)
+    return Graph(graph.indptr, graph.indices, graph.node_ids, graph.directed, graph.name, record)
