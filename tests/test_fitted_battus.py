@@ -43,3 +43,33 @@ def test_fit_records_search(battus_scores):
         objectives = [r["objective"] for r in rounds]
         assert all(b >= a - 1e-12 for a, b in zip(objectives, objectives[1:], strict=False)), name
         assert 1e-4 <= recon.beta_i <= 0.5
+
+
+def test_unobserved_and_causal_columns_close(canonical, battus_scores):
+    from battus.score import causal_violations, event_weighted, unobserved_score
+
+    unobserved = []
+    events = {"si": [], "sir": []}
+    for name, (_, recon) in battus_scores.items():
+        canon = canonical[name]
+        problem = canon.to_problem()
+        unobserved.append(unobserved_score(canon.truth, recon.states, canon.model, problem.observations.times))
+        events[canon.model].append(causal_violations(canon.graph, recon.states))
+    f1, err = P.UNOBSERVED_MEAN["battus"]
+    assert abs(np.mean([s["f1"] for s in unobserved]) - f1) <= 0.002
+    assert abs(np.mean([s["nrmse"] for s in unobserved]) - err) <= 0.002
+    for model in ("si", "sir"):
+        assert abs(100 * event_weighted(events[model]) - P.CAUSAL_EVENT_WEIGHTED[model][1]) <= 0.1
+
+
+@pytest.mark.parametrize("row,overrides", [
+    ("battus-threshold", {"decoder": "threshold"}),
+    ("battus-threshold-noreset", {"decoder": "threshold", "reset": False}),
+])
+def test_ablation_rows_of_the_fitted_method(canonical, row, overrides):
+    scores = [hermes_score(c.truth, reconstruct(c.to_problem(), method_options("battus", **overrides),
+                                                backend="cpu").states, c.model) for c in canonical.values()]
+    f1, err = P.ABLATION[row]
+    assert abs(np.mean([s["f1"] for s in scores]) - f1) <= 0.002
+    assert abs(np.mean([s["nrmse"] for s in scores]) - err) <= 0.002
+    assert np.mean([s["f1"] for s in scores]) >= P.HERMES_GATE[0]

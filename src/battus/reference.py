@@ -26,9 +26,9 @@ def naive_mean_field_pressures(problem: Problem, beta_i: float, beta_r: float, r
     f = np.repeat(problem.prior[:, None], n, axis=1)
     rho = np.empty((T + 1, n))
     for t in range(T + 1):
-        if reset and obs_index[t] >= 0:
-            f = np.eye(3)[problem.observations.states[obs_index[t]]].T
         rho[t] = naive_pressure(problem.graph, f[1], beta_i)
+        if reset and obs_index[t] >= 0:  # scored (and pressured) first, then reset
+            f = np.eye(3)[problem.observations.states[obs_index[t]]].T
         if t < T:
             k = f[1] + f[0] * (1.0 - rho[t])
             f = np.stack([f[0] * rho[t], k * (1.0 - beta_r), f[2] + k * beta_r])

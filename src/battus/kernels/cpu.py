@@ -26,49 +26,56 @@ def pressure(indptr, indices, f_inf, beta_i, out):
 
 
 @numba.njit(parallel=True, cache=True)
-def _reset_to_observation(states, f_s, f_i, f_r):
-    for u in prange(states.shape[0]):
-        s = states[u]
-        f_s[u] = 1.0 if s == 0 else 0.0
-        f_i[u] = 1.0 if s == 1 else 0.0
-        f_r[u] = 1.0 if s == 2 else 0.0
-
-
-@numba.njit(parallel=True, cache=True)
-def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, rho_out, update):
+def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, rho_out, update, observed):
     # Fused step: vertex u's pressure reads the neighbours' current infected
     # marginals (f_i), and u's own next state goes to a second buffer
     # (f_i_next), so no thread reads a value another thread already advanced.
+    # With a reset snapshot (``observed`` non-empty) the frame's pressure is
+    # still taken from the propagated marginals, and only the propagation
+    # continues from the snapshot: "reset after it is scored".
     n = indptr.shape[0] - 1
+    reset = observed.shape[0] > 0
     for u in prange(n):
         acc = 1.0
         for e in range(indptr[u], indptr[u + 1]):
             acc *= 1.0 - beta_i * f_i[indices[e]]
         rho_out[u] = acc
+        if reset:
+            y = observed[u]
+            f_s[u] = 1.0 if y == 0 else 0.0
+            own_i = 1.0 if y == 1 else 0.0
+            f_r[u] = 1.0 if y == 2 else 0.0
+        else:
+            own_i = f_i[u]
         if update:
-            k = f_i[u] + f_s[u] * (1.0 - acc)
+            k = own_i + f_s[u] * (1.0 - acc)
             f_s[u] = f_s[u] * acc
             f_i_next[u] = k * (1.0 - beta_r)
             f_r[u] = f_r[u] + k * beta_r
+        else:
+            f_i_next[u] = own_i
 
 
 @numba.njit(cache=True)
 def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states, reset, out_rho):
     """Run the mean-field recursion (Eq. 3) and store every frame's pressure.
 
-    ``out_rho[t]`` is computed from the marginals of frame t. With ``reset`` the
-    marginals are replaced by the observed snapshot at each observed frame
-    before that frame's pressure is taken.
+    ``out_rho[t]`` is computed from the propagated marginals of frame t. With
+    ``reset`` the marginals are then replaced by the observed snapshot at each
+    observed frame before the propagation continues (the snapshot is scored
+    first, then reset, as in the fitting objective); this reproduces the
+    paper's fitted Battus rows and its Panel A column.
     """
     n = indptr.shape[0] - 1
     f_s = np.full(n, prior[0])
     f_i = np.full(n, prior[1])
     f_i_next = np.empty(n)
     f_r = np.full(n, prior[2])
+    no_reset = np.empty(0, dtype=np.uint8)
     for t in range(T + 1):
-        if reset and obs_index[t] >= 0:
-            _reset_to_observation(obs_states[obs_index[t]], f_s, f_i, f_r)
-        _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, out_rho[t], t < T)
+        observed = obs_states[obs_index[t]] if (reset and obs_index[t] >= 0) else no_reset
+        _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, out_rho[t], t < T,
+                             observed)
         f_i, f_i_next = f_i_next, f_i
 
 
