@@ -100,6 +100,14 @@ def self_cost_py(gamma, u, b, a):
     return cost
 
 
+def support_key_py(cost, served):
+    """Key of a support move serving ``served`` violators: cost per violator, or, for a gain (cost < 0),
+    the gain times the violators served, so serving more is better in both cases."""
+    if cost >= 0.0:
+        return cost / np.float64(served)
+    return cost * np.float64(served)
+
+
 def better_py(key_a, kind_a, id_a, key_b, kind_b, id_b):
     """Strict order of options: smaller key, then support before self, then smaller vertex id."""
     if key_a != key_b:
@@ -114,6 +122,7 @@ has_support = numba.njit(cache=True)(has_support_py)
 support_cost = numba.njit(cache=True)(support_cost_py)
 self_frame = numba.njit(cache=True)(self_frame_py)
 self_cost = numba.njit(cache=True)(self_cost_py)
+support_key = numba.njit(cache=True)(support_key_py)
 better = numba.njit(cache=True)(better_py)
 
 
@@ -199,7 +208,7 @@ def _choose(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
             v = indices[e]
             if v == u or not can_be_infected(onset_floor, recovery_ceiling, v, f):
                 continue
-            key = support_cost(gamma, t_inf, t_rec, v, f) / count[v]
+            key = support_key(support_cost(gamma, t_inf, t_rec, v, f), count[v])
             if best_kind == KIND_NONE or better(key, KIND_SUPPORT, v, best_key, best_kind, best_id):
                 best_kind, best_id, best_key = KIND_SUPPORT, v, key
         # A violator no in-neighbour can support keeps its onset: it is forced by the observations,

@@ -41,6 +41,7 @@ has_support = cuda.jit(device=True)(KC.has_support_py)
 support_cost = cuda.jit(device=True)(KC.support_cost_py)
 self_frame = cuda.jit(device=True)(KC.self_frame_py)
 self_cost = cuda.jit(device=True)(KC.self_cost_py)
+support_key = cuda.jit(device=True)(KC.support_key_py)
 better = cuda.jit(device=True)(KC.better_py)
 
 KIND_SUPPORT = KC.KIND_SUPPORT
@@ -150,7 +151,7 @@ def _choose(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
         v = indices[e]
         if v == u or not can_be_infected(onset_floor, recovery_ceiling, v, f):
             continue
-        key = support_cost(gamma, t_inf, t_rec, v, f) / np.float64(count[v])
+        key = support_key(support_cost(gamma, t_inf, t_rec, v, f), count[v])
         if best_kind == KIND_NONE or better(key, KIND_SUPPORT, v, best_key, best_kind, best_id):
             best_kind = KIND_SUPPORT
             best_id = v

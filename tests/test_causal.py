@@ -1,0 +1,427 @@
+"""Battus-C (graph-causal decoding): kernels against a naive reference, forced and repairable
+violations on hand-built graphs, CPU = CUDA (simulator), and the canonical-suite acceptance numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from battus.backends import CPUBackend
+from battus.causal import causal_decode, certify_violations
+from battus.decode import states_from_hitting_times
+from battus.graph import Graph, from_arcs
+from battus.infer import method_options, reconstruct
+from battus.problem import Observations, Problem, observe, schedule_times
+from battus.score import causal_violations, event_weighted, hermes_score, score_all
+from battus.simulate import simulate
+
+# ----------------------------------------------------------------------------
+# naive reference: the same decoder written with Python sets and dicts, one frame at a time
+
+
+def naive_window(obs_times, obs_states, n, T):
+    floor = [0] * n
+    ceiling = [T + 1] * n
+    for k, t in enumerate(obs_times):
+        for v in range(n):
+            s = int(obs_states[k, v])
+            if s == 0:
+                floor[v] = max(floor[v], int(t) + 1)
+            elif s == 2:
+                ceiling[v] = min(ceiling[v], int(t))
+    return floor, ceiling
+
+
+def naive_in_neighbours(graph, u):
+    return [int(v) for v in graph.indices[graph.indptr[u]:graph.indptr[u + 1]]]
+
+
+def naive_infected(ti, tr, v, f):
+    return ti[v] <= f < tr[v]
+
+
+def naive_repair(graph, gamma, ti, tr, obs_times, obs_states, T):
+    """Frame rounds of battus.kernels.causal_cpu written out directly (slow, obvious)."""
+    n = graph.n
+    ti = [int(x) for x in ti]
+    tr = [int(x) for x in tr]
+    floor, ceiling = naive_window(obs_times, obs_states, n, T)
+
+    def can(v, f):
+        return floor[v] <= f < ceiling[v]
+
+    def support_cost(v, f):
+        c = 0.0
+        for t in range(f, ti[v]):  # S -> I
+            c += (float(gamma[0, t, v]) - float(gamma[1, t, v])) - float(gamma[2, t, v])
+        for t in range(tr[v], f + 1):  # R -> I
+            c += (float(gamma[2, t, v]) - float(gamma[1, t, v])) - float(gamma[0, t, v])
+        return c
+
+    for a in range(T, 0, -1):
+        f = a - 1
+        viol = [u for u in range(n) if ti[u] == a
+                and not any(naive_infected(ti, tr, v, f) for v in naive_in_neighbours(graph, u))]
+        cands = {u: sorted({v for v in naive_in_neighbours(graph, u) if v != u and can(v, f)}) for u in viol}
+        own = {}
+        for u in viol:
+            b = a - 1
+            while b >= floor[u]:
+                if b == 0 or any(naive_infected(ti, tr, v, b - 1) for v in naive_in_neighbours(graph, u)):
+                    break
+                b -= 1
+            if b >= floor[u]:
+                c = 0.0
+                for t in range(b, a):
+                    c += (float(gamma[0, t, u]) - float(gamma[1, t, u])) - float(gamma[2, t, u])
+                own[u] = (b, c)
+        uncovered = {u for u in viol if cands[u]}
+        while uncovered:
+            served = {}
+            for u in uncovered:
+                for v in cands[u]:
+                    served[v] = served.get(v, 0) + 1
+            pick = {}
+            for u in uncovered:
+                options = []
+                for v in cands[u]:
+                    c = support_cost(v, f)
+                    options.append((c / served[v] if c >= 0 else c * served[v], 0, v))
+                if u in own:
+                    options.append((own[u][1], 1, u))
+                pick[u] = min(options)
+            selected = set()
+            for v in served:
+                users = [u for u in uncovered if v in cands[u]]
+                if all(pick[u][1] == 0 and pick[u][2] == v for u in users):
+                    selected.add(v)
+            for u in list(uncovered):
+                if pick[u][1] == 1:
+                    ti[u] = min(ti[u], own[u][0])
+                    uncovered.discard(u)
+                elif any(v in selected for v in cands[u]):
+                    uncovered.discard(u)
+            for v in selected:
+                ti[v] = min(ti[v], f)
+                tr[v] = max(tr[v], a)
+    return np.array(ti, dtype=np.int64), np.array(tr, dtype=np.int64)
+
+
+def naive_certify(graph, states, obs_times, obs_states):
+    T = states.shape[0] - 1
+    floor, ceiling = naive_window(obs_times, obs_states, graph.n, T)
+    violations = forced = 0
+    for u in range(graph.n):
+        infected = np.nonzero(states[:, u] != 0)[0]
+        if infected.size == 0 or infected[0] == 0:
+            continue
+        a = int(infected[0])
+        nbrs = naive_in_neighbours(graph, u)
+        if any(states[a - 1, v] == 1 for v in nbrs):
+            continue
+        violations += 1
+        if not any(v != u and floor[v] <= a - 1 < ceiling[v] for v in nbrs):
+            forced += 1
+    return violations, forced
+
+
+# ----------------------------------------------------------------------------
+# helpers
+
+
+def random_problem(seed: int, model: str, directed: bool, n: int = 80, m: int = 320, T: int = 8):
+    rng = np.random.default_rng(seed)
+    graph = from_arcs(rng.integers(0, n, m), rng.integers(0, n, m), n=n, directed=directed)
+    truth = simulate(graph, model, T, 3, 0.3, 0.2, seed=seed)
+    return Problem(graph, model, T, 3, observe(truth, schedule_times(T)), truth, f"random-{seed}")
+
+
+def decoded(problem: Problem, decoder: str = "threshold"):
+    """Battus-Z posteriors and projected hitting times on the CPU backend."""
+    backend = CPUBackend()
+    prep = backend.prepare(problem)
+    beta_r = 0.1 if problem.model == "sir" else 0.0
+    rho = backend.pressures(prep, problem.prior, 0.1, beta_r, False)
+    gamma = backend.posteriors(prep, rho, problem.prior, beta_r, True)
+    t_inf, t_rec = backend.hitting_times(prep, gamma, decoder, 0.65, problem.model == "sir", True)
+    return backend, prep, gamma, t_inf, t_rec
+
+
+def hand_graph(arcs: list[tuple[int, int]], n: int) -> Graph:
+    """In-CSR graph straight from (src, dst) arcs, self-loops kept (from_arcs drops them)."""
+    dst = np.array([d for _, d in arcs], dtype=np.int64)
+    src = np.array([s for s, _ in arcs], dtype=np.int32)
+    order = np.argsort(dst, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(indptr, dst + 1, 1)
+    return Graph(np.cumsum(indptr), src[order], np.arange(n), directed=True)
+
+
+def hand_problem(graph: Graph, model: str, T: int, times: list[int], observed: list[list[int]]) -> Problem:
+    obs = Observations(np.array(times, dtype=np.int64), np.array(observed, dtype=np.uint8))
+    return Problem(graph, model, T, 1, obs)
+
+
+def flat_gamma(T: int, n: int) -> np.ndarray:
+    return np.full((3, T + 1, n), 1.0 / 3.0)
+
+
+def check_history(problem: Problem, t_inf: np.ndarray, t_rec: np.ndarray) -> np.ndarray:
+    """Decoded history from hitting times; asserts S -> I -> R order and observation consistency."""
+    assert np.all(t_inf <= t_rec)
+    states = states_from_hitting_times(t_inf, t_rec, problem.T)
+    assert np.array_equal(states[problem.observations.times], problem.observations.states)
+    return states
+
+
+# ----------------------------------------------------------------------------
+# kernels against the reference
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("model", ["si", "sir"])
+def test_repair_matches_naive_reference(seed, model):
+    problem = random_problem(seed, model, directed=bool(seed % 2))
+    backend, prep, gamma, t_inf, t_rec = decoded(problem)
+    ref_inf, ref_rec = naive_repair(problem.graph, gamma, t_inf, t_rec, problem.observations.times,
+                                    problem.observations.states, problem.T)
+    got_inf, got_rec, extras = causal_decode(backend, prep, problem, gamma, t_inf.copy(), t_rec.copy())
+    assert np.array_equal(got_inf, ref_inf)
+    assert np.array_equal(got_rec, ref_rec)
+    states = check_history(problem, got_inf, got_rec)
+    v, e = causal_violations(problem.graph, states)
+    assert (v, e) == (extras["causal_violations"], extras["causal_events"])
+    assert extras["causal_violations_forced"] == extras["causal_violations"]  # all that remain are forced
+    assert extras["feasible"] == (v == 0)
+    assert extras["causal_violations_before"] == causal_violations(
+        problem.graph, states_from_hitting_times(t_inf, t_rec, problem.T))[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_certification_matches_naive_reference(seed):
+    problem = random_problem(seed, "sir" if seed % 2 else "si", directed=True)
+    _, _, _, t_inf, t_rec = decoded(problem)
+    for states in (problem.truth, states_from_hitting_times(t_inf, t_rec, problem.T)):
+        cert = certify_violations(problem.graph, states, problem.observations.times, problem.observations.states)
+        assert (cert["violations"], cert["forced"]) == naive_certify(
+            problem.graph, states, problem.observations.times, problem.observations.states)
+        assert cert["violations"] == causal_violations(problem.graph, states)[0]
+        assert cert["unforced"] == cert["violations"] - cert["forced"]
+
+
+def test_repair_is_deterministic_and_leaves_inputs_alone():
+    problem = random_problem(11, "sir", directed=False, n=300, m=1500, T=10)
+    backend, prep, gamma, t_inf, t_rec = decoded(problem)
+    keep = (t_inf.copy(), t_rec.copy())
+    first = causal_decode(backend, prep, problem, gamma, t_inf, t_rec)
+    second = causal_decode(backend, prep, problem, gamma, t_inf, t_rec)
+    assert np.array_equal(t_inf, keep[0]) and np.array_equal(t_rec, keep[1])
+    assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+    assert first[2] == second[2]
+
+
+# ----------------------------------------------------------------------------
+# forced and repairable violations on hand-built graphs (arc 0 -> 1: vertex 1's only in-neighbour is 0)
+
+
+def test_forced_violation_si_is_kept_and_certified():
+    # 0 is observed S at T: it can never be infected, so 1's onset (after its S at 2) cannot be supported.
+    graph = hand_graph([(0, 1)], 2)
+    problem = hand_problem(graph, "si", 4, [2, 4], [[0, 0], [0, 1]])
+    backend = CPUBackend()
+    t_inf, t_rec = np.array([5, 3]), np.array([5, 5])
+    out_inf, out_rec, extras = causal_decode(backend, backend.prepare(problem), problem, flat_gamma(4, 2),
+                                             t_inf, t_rec)
+    assert out_inf.tolist() == [5, 3]
+    assert extras["feasible"] is False
+    assert extras["causal_violations"] == 1 and extras["causal_violations_forced"] == 1
+    cert = certify_violations(graph, check_history(problem, out_inf, out_rec), problem.observations.times,
+                              problem.observations.states)
+    assert cert == {"events": 1, "violations": 1, "forced": 1, "unforced": 0}
+
+
+def test_repairable_violation_si_is_repaired():
+    # 0 is observed S at 2 and I at 4, decoded onset 4; 1 decoded onset 4 too (a violation), and 0 may be
+    # infected at 3, so the decoder advances 0 to 3, and then 0 itself (supported by nobody, forced) stays.
+    graph = hand_graph([(0, 1)], 2)
+    problem = hand_problem(graph, "si", 4, [2, 4], [[0, 0], [1, 1]])
+    backend = CPUBackend()
+    before = states_from_hitting_times(np.array([4, 4]), np.array([5, 5]), 4)
+    cert = certify_violations(graph, before, problem.observations.times, problem.observations.states)
+    assert cert["violations"] == 2 and cert["unforced"] == 1  # 1 is repairable, 0 has no in-neighbour
+    out_inf, out_rec, extras = causal_decode(backend, backend.prepare(problem), problem, flat_gamma(4, 2),
+                                             np.array([4, 4]), np.array([5, 5]))
+    assert out_inf.tolist() == [3, 4]
+    assert extras["causal_violations_before"] == 2
+    assert extras["causal_violations"] == 1 and extras["causal_violations_forced"] == 1
+    states = check_history(problem, out_inf, out_rec)
+    assert states[3, 0] == 1 and states[4, 1] == 1
+
+
+def test_sir_forced_by_recovery_and_repaired_by_delaying_recovery():
+    # 0 -> 1; 1 is observed S early and I at 4 with decoded onset 3, so it needs 0 infected at 2.
+    graph = hand_graph([(0, 1)], 2)
+    backend = CPUBackend()
+    # 0 observed R at 2: it cannot be infected at 2 -> forced, nothing moves.
+    forced = hand_problem(graph, "sir", 4, [2, 4], [[2, 0], [2, 1]])
+    out = causal_decode(backend, backend.prepare(forced), forced, flat_gamma(4, 2),
+                        np.array([0, 3]), np.array([1, 5]))
+    assert out[0].tolist() == [0, 3] and out[1].tolist() == [1, 5]
+    assert out[2]["causal_violations_forced"] == 1 and not out[2]["feasible"]
+    # 0 observed I at 1 and R at 4, decoded recovered at 2: its recovery is delayed to 3, now feasible.
+    free = hand_problem(graph, "sir", 4, [1, 4], [[1, 0], [2, 1]])
+    out = causal_decode(backend, backend.prepare(free), free, flat_gamma(4, 2),
+                        np.array([0, 3]), np.array([2, 5]))
+    assert out[0].tolist() == [0, 3] and out[1].tolist() == [3, 5]
+    assert out[2]["feasible"] and out[2]["causal_violations"] == 0
+    check_history(free, out[0], out[1])
+
+
+def test_self_loop_never_supports_its_own_vertex():
+    # 1 has in-neighbours 1 (self-loop) and 0; 0 observed S throughout: forced, despite the self-loop.
+    graph = hand_graph([(1, 1), (0, 1)], 2)
+    problem = hand_problem(graph, "si", 4, [2, 4], [[0, 0], [0, 1]])
+    backend = CPUBackend()
+    out = causal_decode(backend, backend.prepare(problem), problem, flat_gamma(4, 2),
+                        np.array([5, 3]), np.array([5, 5]))
+    assert out[0].tolist() == [5, 3] and out[2]["causal_violations_forced"] == 1
+
+
+def test_shared_supporter_serves_several_violators():
+    # 0 -> 2, 0 -> 3, 1 -> 2, 4 -> 3: 2 and 3 (onset 3) both violate; 0 serves both, 1 and 4 one each.
+    # Every cell costs the same (S likely), so 0 (cost / 2) wins and is the only vertex advanced.
+    graph = hand_graph([(0, 2), (0, 3), (1, 2), (4, 3)], 5)
+    problem = hand_problem(graph, "si", 4, [1, 4], [[0, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
+    backend = CPUBackend()
+    gamma = np.zeros((3, 5, 5))
+    gamma[0], gamma[1] = 0.8, 0.2
+    t_inf = np.array([4, 4, 3, 3, 4])
+    out_inf, _, extras = causal_decode(backend, backend.prepare(problem), problem, gamma, t_inf, np.full(5, 5))
+    assert out_inf.tolist() == [2, 4, 3, 3, 4]
+    assert extras["causal_vertices_moved"] == 1
+    assert extras["causal_violations"] == extras["causal_violations_forced"] == 3  # 0, 1 and 4: no in-arcs
+
+
+# ----------------------------------------------------------------------------
+# CUDA kernels (simulator, in a subprocess so the environment variable takes effect before numba loads)
+
+_CUDA_SCRIPT = r"""
+import json, sys
+import numpy as np
+from numba import cuda
+sys.path.insert(0, sys.argv[1])
+from test_causal import random_problem, decoded
+from battus.kernels import causal_cpu as KC
+from battus.kernels import causal_cuda as KD
+results = []
+for seed, model, directed in [(0, "si", False), (1, "sir", True), (2, "sir", False)]:
+    problem = random_problem(seed, model, directed, n=60, m=240)
+    backend, prep, gamma, t_inf, t_rec = decoded(problem)
+    floor, ceiling = KC.observation_window_arrays(prep.obs_times, prep.obs_states, prep.n, problem.T)
+    d_floor, d_ceiling = KD.observation_window_device(cuda.to_device(prep.obs_times),
+                                                      cuda.to_device(prep.obs_states), prep.n, problem.T)
+    same_window = (np.array_equal(d_floor.copy_to_host(), floor)
+                   and np.array_equal(d_ceiling.copy_to_host(), ceiling))
+    for g in (gamma, gamma.astype(np.float32)):
+        cpu_inf, cpu_rec = t_inf.copy(), t_rec.copy()
+        cpu_stats = KC.causal_repair(prep.indptr, prep.indices, g, floor, ceiling, cpu_inf, cpu_rec, problem.T)
+        d_inf, d_rec = cuda.to_device(t_inf.copy()), cuda.to_device(t_rec.copy())
+        d_indptr, d_indices = cuda.to_device(prep.indptr), cuda.to_device(prep.indices)
+        gpu_stats = KD.causal_repair_arrays(d_indptr, d_indices, cuda.to_device(g), d_floor, d_ceiling,
+                                            d_inf, d_rec, problem.T)
+        census = KD.census_device(d_indptr, d_indices, d_inf, d_rec, d_floor, d_ceiling, problem.T)
+        results.append({
+            "same": bool(np.array_equal(cpu_inf, d_inf.copy_to_host())
+                         and np.array_equal(cpu_rec, d_rec.copy_to_host()) and same_window),
+            "stats": [cpu_stats.tolist(), gpu_stats.tolist()],
+            "census": [list(KC.violation_census(prep.indptr, prep.indices, cpu_inf, cpu_rec, floor, ceiling,
+                                                problem.T)), list(census)],
+            "moved": int(np.count_nonzero(cpu_inf != t_inf)),
+        })
+print(json.dumps(results))
+"""
+
+
+def test_cuda_kernels_equal_cpu_under_simulator(tmp_path):
+    script = tmp_path / "cuda_causal.py"
+    script.write_text(_CUDA_SCRIPT)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run([sys.executable, str(script), os.path.dirname(__file__)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(results) == 6
+    for r in results:
+        assert r["same"], r
+        assert r["stats"][0] == r["stats"][1]
+        assert r["census"][0] == r["census"][1]
+    assert sum(r["moved"] for r in results) > 0  # the comparison exercised real repairs
+
+
+# ----------------------------------------------------------------------------
+# canonical suite (the mirror must be present: load_canonical raises, the test fails)
+
+
+@pytest.fixture(scope="module")
+def canonical_causal(canonical):
+    rows = {}
+    for name, c in canonical.items():
+        problem = c.to_problem()
+        base = reconstruct(problem, method_options("battus-z"))
+        rec = reconstruct(problem, method_options("battus-z", causal=True))
+        rows[name] = (problem, base, rec)
+    return rows
+
+
+def test_canonical_acceptance(canonical_causal):
+    f1, nrmse, cv = [], [], {"si": [], "sir": []}
+    for name, (problem, base, rec) in canonical_causal.items():
+        check_history(problem, rec.t_inf, rec.t_rec)
+        s = hermes_score(problem.truth, rec.states, problem.model)
+        f1.append(s["f1"])
+        nrmse.append(s["nrmse"])
+        cv[problem.model].append(causal_violations(problem.graph, rec.states))
+        cert = certify_violations(problem.graph, rec.states, problem.observations.times,
+                                  problem.observations.states)
+        assert cert["unforced"] == 0, name  # every remaining violation is forced by the observations
+        assert rec.extras["causal_violations"] == cert["violations"]
+        assert rec.extras["causal_violations_forced"] == cert["forced"]
+        assert rec.extras["feasible"] == (cert["violations"] == 0)
+        assert rec.extras["causal_violations_before"] == causal_violations(problem.graph, base.states)[0]
+        assert cert["violations"] <= rec.extras["causal_violations_before"]
+    assert event_weighted(cv["si"]) <= 0.010
+    assert event_weighted(cv["sir"]) <= 0.010
+    assert np.mean(f1) >= 0.8706
+    assert np.mean(nrmse) <= 0.1035
+
+
+def test_canonical_scorer_reports_forced(canonical_causal):
+    problem, _, rec = canonical_causal["farmers-si"]
+    out = score_all(problem, rec.states)
+    pred = out["causal"]["prediction"]
+    assert pred["violations"] > 0 and pred["forced"] == pred["violations"]
+    assert out["causal"]["truth"]["violations"] >= out["causal"]["truth"]["forced"]
+
+
+def test_causal_with_map_decoder(canonical):
+    problem = canonical["prost-sir"].to_problem()
+    rec = reconstruct(problem, method_options("battus-z", decoder="map", causal=True))
+    check_history(problem, rec.t_inf, rec.t_rec)
+    cert = certify_violations(problem.graph, rec.states, problem.observations.times, problem.observations.states)
+    assert cert["unforced"] == 0
+
+
+def test_prediction_file_carries_feasible(tmp_path, canonical_causal):
+    from battus.io import read_prediction, write_prediction
+
+    problem, _, rec = canonical_causal["ba-si"]
+    path = tmp_path / "pred.h5"
+    write_prediction(path, rec, problem, None)
+    attrs = read_prediction(path)
+    assert bool(attrs["feasible"]) == rec.extras["feasible"]
+    assert int(attrs["causal_violations_forced"]) == rec.extras["causal_violations_forced"]
