@@ -1,0 +1,35 @@
+"""Battus workflow: from downloads to the paper's tables, figures and HTML report.
+
+    snakemake --cores 2                          # embedded default (offline, minutes)
+    snakemake --cores 2 --configfile config/paper.yaml   # the whole paper
+    snakemake --report results/report/report.html        # HTML report afterwards
+
+See docs/workflow.md for reruns, SLURM, the mirror and archiving.
+"""
+
+from snakemake.utils import min_version
+
+min_version("8.0")
+
+
+# The embedded default, unless --configfile names another (no deep merge with it).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+report: "reports/workflow.rst"
+
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/reconstruct.smk"
+include: "rules/tables.smk"
+include: "rules/figures.smk"
+include: "rules/archive.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        report_targets(),

@@ -1,0 +1,209 @@
+"""Table assembly and figures of battus.report, on scores built from the paper's own numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from battus import report
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHED = ROOT / "data/published/hermes_table2.csv"
+PAPER = ROOT / "data/published/battus_paper.csv"
+SI = ["BA-SI", "ER-SI", "Oregon2-SI", "Prost-SI", "BrFarmers-SI", "Pol-SI"]
+SIR = ["BA-SIR", "ER-SIR", "Oregon2-SIR", "Prost-SIR", "Covid-SIR", "Hebrew-SIR"]
+
+
+def _score(f1, nrmse, model="sir", ms=1.0, pv=1, pe=10, tv=0, te=10, uf1=None, unr=None):
+    return {
+        "hermes": {"f1": f1, "nrmse": nrmse},
+        "unobserved": {"f1": f1 - 0.03 if uf1 is None else uf1, "nrmse": nrmse + 0.01 if unr is None else unr},
+        "causal": {"prediction": {"violations": pv, "events": pe, "rate": pv / pe},
+                   "truth": {"violations": tv, "events": te, "rate": tv / te}},
+        "algorithm_seconds": ms / 1e3, "model": model, "n": 1000, "backend": "cpu", "device": "test",
+    }
+
+
+@pytest.fixture(scope="module")
+def canonical():
+    """Spec and scores reproducing the paper's canonical table from its published rows."""
+    paper = report.read_published(PAPER)
+    datasets = {k.lower(): {"label": k.replace("-", "--"), "published": k} for k in SI + SIR}
+    spec = {
+        "experiments": {"canonical": {"si": [k.lower() for k in SI], "sir": [k.lower() for k in SIR],
+                                      "methods": [["battus", "default"], ["battus-z", "default"]]}},
+        "datasets": datasets,
+        "labels": {"battus/default": "Battus", "battus-z/default": "Battus-Z"},
+    }
+    scores = {}
+    for _, row in paper.iterrows():
+        method = "battus" if row["method"] == "Battus" else "battus-z"
+        model = "si" if row["dataset"].endswith("-SI") else "sir"
+        scores[f"{row['dataset'].lower()}|{method}|default"] = _score(row["f1"], row["nrmse"], model)
+    return spec, scores
+
+
+def test_canonical_table_reproduces_paper_ranks_and_means(canonical):
+    spec, scores = canonical
+    table = report.build_table("canonical_quality", spec, scores, published=report.read_published(PUBLISHED))
+    si, sir = (p.frame.set_index("Method") for p in table.panels)
+    # the paper's summary columns (tab:canonical-quality), rank over 12 metric columns incl. SPIN's OOM
+    expected_si = {"GCN": (7.42, .8063, .2549), "SPIN": (6.00, .8596, .1812), "HERMES": (2.88, .8918, .1426),
+                   "Battus": (1.79, .8957, .0935), "Battus-Z": (1.92, .8963, .0957)}
+    expected_sir = {"GRIN": (4.75, .7544, .1510), "HERMES": (2.92, .8467, .1540),
+                    "Battus": (3.25, .8503, .1749), "Battus-Z": (1.58, .8488, .1063)}
+    for frame, expected in ((si, expected_si), (sir, expected_sir)):
+        for method, (rank, f1, nrmse) in expected.items():
+            assert round(frame.at[method, "Rank"], 2) == pytest.approx(rank, abs=0.006), method
+            assert round(frame.at[method, "Mean F1"], 4) == pytest.approx(f1, abs=1e-4), method
+            assert round(frame.at[method, "Mean NRMSE"], 4) == pytest.approx(nrmse, abs=1e-4), method
+    assert len(si) == 11 and np.isnan(si.at["SPIN", "Pol--SI F1"])
+
+
+def test_write_table_formats(tmp_path, canonical):
+    spec, scores = canonical
+    table = report.build_table("canonical_quality", spec, scores, published=report.read_published(PUBLISHED))
+    paths = [tmp_path / f"t.{ext}" for ext in ("csv", "md", "tex")]
+    report.write_table(table, *paths)
+    csv = pd.read_csv(paths[0])
+    assert list(csv.columns[:2]) == ["panel", "Method"] and len(csv) == 22
+    md = paths[1].read_text()
+    assert "| Battus-Z" in md and "**.9014**" in md  # best BA-SI F1 in bold, paper number style
+    tex = paths[2].read_text()
+    assert r"\toprule" in tex and r"\bottomrule" in tex and r"\textbf{1.79}" in tex
+    assert r"\label{tab:canonical-quality}" in tex
+
+
+def test_fmt_value():
+    assert report.fmt_value(0.87264, "metric") == ".8726"
+    assert report.fmt_value(1.0, "metric") == "1.0000"
+    assert report.fmt_value(0.075, "pct") == "7.50"
+    assert report.fmt_value(float("nan"), "metric") == "--"
+    assert report.fmt_value(1234567, "int") == "1,234,567"
+    assert report.fmt_value(0.05, "rate") == ".05"
+
+
+def test_bold_marks_ties():
+    df = pd.DataFrame({"M": ["a", "b", "c"], "F1": [0.9, 0.9, 0.8], "NRMSE": [0.2, 0.1, 0.3]})
+    panel = report.Panel("", df, {"F1": "metric", "NRMSE": "metric"}, {"F1": "max", "NRMSE": "min"})
+    mask = report._bold_mask(panel)
+    assert mask["F1"].tolist() == [True, True, False]
+    assert mask["NRMSE"].tolist() == [False, True, False]
+
+
+def test_ablation_gate_and_unobserved(canonical):
+    spec, scores = canonical
+    datasets = spec["experiments"]["canonical"]["si"] + spec["experiments"]["canonical"]["sir"]
+    spec = {**spec, "experiments": {**spec["experiments"], "ablation": {
+        "datasets": datasets, "gate": {"f1": 0.8692, "nrmse": 0.1483},
+        "rows": [{"label": "Battus", "method": "battus", "variant": "default", "group": 0},
+                 {"label": "Battus-Z", "method": "battus-z", "variant": "default", "group": 0}]}}}
+    frame = report.build_table("ablation", spec, scores).panels[0].frame.set_index("Configuration")
+    assert round(frame.at["Battus", "F1"], 4) == 0.8730 and round(frame.at["Battus", "NRMSE"], 4) == 0.1342
+    assert round(frame.at["Battus-Z", "F1"], 4) == 0.8726 and round(frame.at["Battus-Z", "NRMSE"], 4) == 0.1010
+    assert set(frame["Gate"]) == {"Pass"}
+    unobs = report.build_table("unobserved_quality", spec, scores).panels[0].frame
+    assert unobs["Unobserved F1"].iloc[1] == pytest.approx(unobs["HERMES F1"].iloc[1] - 0.03)
+
+
+def test_causal_panel_is_event_weighted(canonical):
+    spec, scores = canonical
+    scores = dict(scores)
+    scores["ba-si|battus-z|default"] = _score(0.9, 0.1, "si", pv=1, pe=100, tv=0, te=100)
+    scores["er-si|battus-z|default"] = _score(0.9, 0.1, "si", pv=30, pe=100, tv=0, te=100)
+    table = report.build_table("feasibility_sensitivity", spec, scores)
+    frame = table.panels[0].frame.set_index("Dataset")
+    assert len(table.panels) == 2  # SI and SIR panels, no rate grid
+    assert frame.at["BA--SI", "Battus-Z"] == pytest.approx(0.01)
+
+
+def _grid_spec(tmp_path):
+    spec = {
+        "experiments": {
+            "tau": {"method": "battus-z", "datasets": ["a", "b"], "taus": [0.5, 0.65]},
+            "rate_grid": {"method": "battus-z", "datasets": ["a"], "beta_i": [0.1, 0.2], "beta_r": [0.1]},
+            "rate_robustness": {"method": ["battus-z", "default"]},
+            "large": {"datasets": ["a", "b"], "methods": [["battus", "default"], ["battus-z", "default"]]},
+            "canonical": {"si": ["a"], "sir": ["b"], "methods": [["battus", "default"], ["battus-z", "default"]]},
+        },
+        "datasets": {"a": {"label": "A"}, "b": {"label": "B"}, "rr1": {}, "rr2": {}},
+        "labels": {"battus/default": "Battus", "battus-z/default": "Battus-Z"},
+        "tau_variants": {"0.50": "tau-0.50", "0.65": "default"},
+        "rate_variants": [[0.1, 0.1, "default"], [0.2, 0.1, "rates-0.20-0.10"]],
+        "rate_runs": [["rr1", "ba", "sir", 0.1, 0.1], ["rr2", "ba", "sir", 0.2, 0.05]],
+    }
+    rng = np.random.default_rng(0)
+    scores = {}
+    for d in ("a", "b", "rr1", "rr2"):
+        for m, v in (("battus", "default"), ("battus-z", "default"), ("battus-z", "tau-0.50"),
+                     ("battus-z", "rates-0.20-0.10")):
+            scores[f"{d}|{m}|{v}"] = _score(0.8 + 0.1 * rng.random(), 0.1 + 0.05 * rng.random(),
+                                            ms=10 ** rng.uniform(0, 3))
+    return spec, scores
+
+
+def test_sweep_tables(tmp_path):
+    spec, scores = _grid_spec(tmp_path)
+    tau = report.build_table("tau_sensitivity", spec, scores)
+    assert [p.title for p in tau.panels] == ["Panel A: macro-F1", "Panel B: NRMSE"]
+    assert list(tau.panels[0].frame["Dataset"]) == ["A", "B", "Mean"]
+    rr = report.build_table("rate_robustness", spec, scores).panels[0].frame
+    assert rr.iloc[0, 0] == ".10/.10 (ref)" and "BA-SIR F1" in rr.columns
+    large = report.build_table("large_results", spec, scores).panels[0].frame
+    means = large[large["Graph"] == "Mean"]
+    assert len(means) == 2  # one model (SIR) x two methods
+    sub = large[(large["Graph"] != "Mean") & (large["Method"] == "Battus")]
+    geo = float(np.exp(np.log(sub["Time (ms)"]).mean()))
+    assert means[means["Method"] == "Battus"]["Time (ms)"].iloc[0] == pytest.approx(geo)
+    for name in ("tau_sensitivity", "rate_robustness", "large_results"):
+        t = report.build_table(name, spec, scores)
+        report.write_table(t, tmp_path / f"{name}.csv", tmp_path / f"{name}.md", tmp_path / f"{name}.tex")
+        assert (tmp_path / f"{name}.tex").read_text().count(r"\toprule") == len(t.panels)
+
+
+def test_figures(tmp_path):
+    spec, scores = _grid_spec(tmp_path)
+    report.figure_tau_curves(spec, scores, tmp_path / "tau.png")
+    report.figure_rate_grid(spec, scores, tmp_path / "grid.png")
+    report.figure_canonical_bars(spec, scores, None, tmp_path / "bars.png")
+    report.figure_timing(spec, scores, [("a", "battus", "default"), ("b", "battus-z", "default")],
+                         tmp_path / "timing.png")
+    for name in ("tau", "grid", "bars", "timing"):
+        data = (tmp_path / f"{name}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_history_drawing(tmp_path):
+    from battus.generators import barabasi_albert
+    from battus.infer import method_options, reconstruct
+    from battus.io import write_history, write_prediction
+    from battus.problem import Problem, observe, schedule_times
+    from battus.simulate import simulate
+
+    graph = barabasi_albert(150, 2, seed=1)
+    truth = simulate(graph, "sir", 6, 5, 0.2, 0.1, seed=3)
+    problem = Problem(graph=graph, model="sir", T=6, n0=5, observations=observe(truth, schedule_times(6)),
+                      truth=truth, name="tiny")
+    write_history(tmp_path / "h.h5", problem)
+    recon = reconstruct(problem, method_options("battus-z"), backend="cpu")
+    write_prediction(tmp_path / "p.h5", recon, problem, tmp_path / "h.h5")
+    report.figure_history_drawing({}, tmp_path / "h.h5", [tmp_path / "p.h5"], ["Battus-Z"], tmp_path / "d.png")
+    assert (tmp_path / "d.png").stat().st_size > 5000
+
+
+def test_generators_are_seeded_and_simple():
+    from battus.generators import barabasi_albert, erdos_renyi, generate, power_law
+
+    ba = barabasi_albert(1000, 4, seed=1)
+    assert ba.n == 1000 and ba.num_edges == 3984 and not ba.directed  # the canonical BA size
+    er = erdos_renyi(1000, 3987, seed=2)
+    assert er.num_edges == 3987
+    pl = power_law(5000, 20000, seed=3)
+    assert pl.num_edges == 20000 and pl.in_degree().max() > 10 * pl.in_degree().mean()
+    again = generate("ba", 1, n=1000, m=4)
+    assert np.array_equal(again.indices, ba.indices) and np.array_equal(again.indptr, ba.indptr)
+    src, dst = ba.arcs()
+    assert not np.any(src == dst)

@@ -1,0 +1,268 @@
+"""The Snakemake workflow: per-ablation reruns, kill-and-resume, schema, lint, paper dry run.
+
+Every test runs Snakemake in its own temporary folder (``--directory``) on the
+small configurations of config/test/, so nothing touches the project's own
+results/ or .snakemake/. CPU only; each test takes well under two minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SNAKEFILE = ROOT / "Snakefile"
+SNAKEMAKE = shutil.which("snakemake") or str(Path(sys.executable).parent / "snakemake")
+SHARED = ROOT.parent / "shared" / "data"
+
+pytestmark = pytest.mark.skipif(not Path(SNAKEMAKE).exists(), reason="snakemake is not installed")
+
+
+def snakemake(workdir: Path, *args: str, configfile: Path | None = None, check: bool = True,
+              env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    cmd = [SNAKEMAKE, "-s", str(SNAKEFILE), "-d", str(workdir), "--cores", "2", "--nocolor"]
+    if configfile is not None:
+        cmd += ["--configfile", str(configfile)]
+    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
+                             f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def planned_outputs(proc: subprocess.CompletedProcess) -> dict[str, set[str]]:
+    """rule -> output paths of the jobs a dry run would execute."""
+    text = proc.stdout + proc.stderr
+    plan: dict[str, set[str]] = {}
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", text):
+        m = re.match(r"(?:local)?rule (\w+):", block.strip())
+        if not m:
+            continue
+        out = re.search(r"^\s+output: (.*)$", block, re.M)
+        outputs = {o.strip() for o in out.group(1).split(",")} if out else set()
+        plan.setdefault(m.group(1), set()).update(outputs)
+    return plan
+
+
+def tiny_config(tmp_path: Path, **changes) -> Path:
+    cfg = yaml.safe_load((ROOT / "config/test/tiny.yaml").read_text())
+    for dotted, value in changes.items():
+        node = cfg
+        keys = dotted.split(".")
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def mtimes(root: Path) -> dict[str, float]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in (root / "results").rglob("*")
+            if p.is_file() and "/logs/" not in f"/{p.relative_to(root)}" and "benchmarks" not in p.parts}
+
+
+# ---------------------------------------------------------------------------
+# (a) changing one ablation's parameter reruns only that ablation and its tables
+
+
+def test_rerun_one_ablation_after_param_change(tmp_path):
+    work = tmp_path / "run"
+    work.mkdir()
+    snakemake(work, configfile=tiny_config(tmp_path))
+    before = mtimes(work)
+    tables = {p for p in before if p.startswith("results/report/")}
+    assert {f"results/report/tables/{t}.csv" for t in ("ablation", "canonical_quality", "tau_sensitivity",
+                                                       "feasibility_sensitivity", "rate_robustness",
+                                                       "large_results", "datasets",
+                                                       "unobserved_quality")} <= tables
+
+    # nothing to do on an unchanged config
+    dry = snakemake(work, "--dry-run", configfile=tiny_config(tmp_path))
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+
+    # change the threshold of the `sharp` ablation only
+    changed = tiny_config(tmp_path, **{"variants.battus-z.sharp.tau": 0.75})
+    listed = snakemake(work, "--list-changes", "params", configfile=changed)
+    assert {line.strip() for line in listed.stdout.splitlines() if line.strip().startswith("results/")} == {
+        "results/ba-si/battus-z/sharp/prediction.h5", "results/ba-sir/battus-z/sharp/prediction.h5"}
+    plan = planned_outputs(snakemake(work, "--dry-run", configfile=changed))
+    assert plan.pop("reconstruct") == {"results/ba-si/battus-z/sharp/prediction.h5",
+                                       "results/ba-sir/battus-z/sharp/prediction.h5"}
+    assert plan.pop("score") == {"results/ba-si/battus-z/sharp/score.json",
+                                 "results/ba-sir/battus-z/sharp/score.json"}
+    assert set(plan.pop("table_ablation")) >= {"results/report/tables/ablation.csv"}
+    plan.pop("all", None)
+    assert plan == {}, f"unexpected jobs: {sorted(plan)}"
+
+    # run it for real: exactly those files change
+    snakemake(work, configfile=changed)
+    after = mtimes(work)
+    rewritten = {p for p in before if after.get(p) != before[p]}
+    assert rewritten == {
+        "results/ba-si/battus-z/sharp/prediction.h5", "results/ba-sir/battus-z/sharp/prediction.h5",
+        "results/ba-si/battus-z/sharp/score.json", "results/ba-sir/battus-z/sharp/score.json",
+        "results/report/tables/ablation.csv", "results/report/tables/ablation.md",
+        "results/report/tables/ablation.tex",
+    }
+    params = json.loads((work / "results/ba-sir/battus-z/sharp/score.json").read_text())["params"]
+    assert params["tau"] == 0.75
+
+    # `snakemake <file>` / -R reruns one ablation alone
+    target = "results/ba-si/battus-z/map/prediction.h5"
+    plan = planned_outputs(snakemake(work, "--dry-run", "-R", "reconstruct", "--until", target, target,
+                                     configfile=changed))
+    assert plan.get("reconstruct") == {target}
+
+
+# ---------------------------------------------------------------------------
+# (b) a reconstruction killed mid-run leaves nothing corrupt; the next run completes
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_kill_mid_run_then_resume(tmp_path, sig):
+    from battus.io import read_history, read_prediction
+
+    work = tmp_path / "run"
+    work.mkdir()
+    cfg = ROOT / "config/test/slow.yaml"
+    slow = work / "results/ba-sir/battus/default/prediction.h5"
+    log = work / "results/logs/reconstruct/ba-sir/battus/default.log"
+    cmd = [SNAKEMAKE, "-s", str(SNAKEFILE), "-d", str(work), "--cores", "2", "--configfile", str(cfg), "--nocolor"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for(lambda: log.is_file() and "fitting rates" in log.read_text(), 150, "the slow fit to start")
+        time.sleep(0.5)
+        assert proc.poll() is None, "the workflow finished before it could be killed"
+        if sig == signal.SIGKILL:
+            os.killpg(proc.pid, signal.SIGKILL)  # snakemake and its jobs, without any cleanup
+        else:
+            os.kill(proc.pid, signal.SIGTERM)  # snakemake cancels its running jobs
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    time.sleep(1.0)  # let orphaned children (SIGKILL case) die
+    assert not slow.exists(), "a killed reconstruction must not leave its output"
+
+    if sig == signal.SIGKILL:  # a hard kill leaves Snakemake's lock: unlock, as docs/workflow.md says
+        snakemake(work, "--unlock", configfile=cfg)
+    snakemake(work, "--rerun-incomplete", configfile=cfg, timeout=400)
+    assert slow.exists()
+    assert read_prediction(slow)["states"].shape == read_history(work / "results/ba-sir/history.h5").truth.shape
+    leftovers = [p for p in (work / "results").rglob("*.tmp")]
+    assert leftovers == [], f"temporary files left behind: {leftovers}"
+    for score_file in (work / "results").rglob("score.json"):
+        json.loads(score_file.read_text())
+    dry = snakemake(work, "--dry-run", configfile=cfg)
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+# ---------------------------------------------------------------------------
+# (c) the schema stops a wrong key or value before any job runs
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"experiments.ablation.datasetz": ["ba-si"]}, "datasetz"),
+    ({"variants.battus-z.sharp.tua": 0.7}, "tua"),
+    ({"variants.battus-z.sharp.tau": 1.5}, "1.5"),
+    ({"datasets.ba-si.model": "seir"}, "seir"),
+    ({"backend": "tpu"}, "tpu"),
+])
+def test_schema_rejects_wrong_key_or_value(tmp_path, change, needle):
+    work = tmp_path / "run"
+    work.mkdir()
+    proc = snakemake(work, configfile=tiny_config(tmp_path, **change), check=False)
+    assert proc.returncode != 0
+    err = proc.stdout + proc.stderr
+    assert needle in err, err[-3000:]
+    assert not (work / "results").exists(), "no job may run on an invalid config"
+
+
+def test_unknown_dataset_reference_is_rejected(tmp_path):
+    work = tmp_path / "run"
+    work.mkdir()
+    proc = snakemake(work, configfile=tiny_config(tmp_path, **{"experiments.tau.datasets": ["nope"]}), check=False)
+    assert proc.returncode != 0
+    assert "nope" in proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# (d) lint and formatting
+
+
+def test_snakemake_lint_is_clean():
+    proc = subprocess.run([SNAKEMAKE, "-s", str(SNAKEFILE), "-d", str(ROOT), "--lint"],
+                          capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "Lints for" not in out, out[-3000:]
+
+
+def test_snakefmt_check_is_clean():
+    snakefmt = shutil.which("snakefmt") or str(Path(sys.executable).parent / "snakefmt")
+    if not Path(snakefmt).exists():
+        pytest.skip("snakefmt is not installed")
+    proc = subprocess.run([snakefmt, "--check", str(SNAKEFILE), str(ROOT / "rules")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------
+# (e) the whole paper plans offline
+
+
+def test_paper_dry_run_offline(tmp_path):
+    env = {"BATTUS_MIRROR": str(SHARED)}
+    proc = snakemake(tmp_path, "--dry-run", configfile=ROOT / "config/paper.yaml", env=env)
+    out = proc.stdout + proc.stderr
+    total = int(re.search(r"^total\s+(\d+)", out, re.M).group(1))
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
+    assert int(stats["download"]) == 16  # 12 DITTO exports + 4 SNAP graphs
+    assert int(stats["edgelist_graph"]) == 4
+    assert int(stats["simulate"]) == 8 + 16  # large SI/SIR + rate robustness
+    assert int(stats["import_history"]) == 12
+    assert total > 400
+    for table in ("datasets", "ablation", "canonical_quality", "unobserved_quality", "feasibility_sensitivity",
+                  "tau_sensitivity", "rate_robustness", "large_results"):
+        assert f"results/paper/report/tables/{table}.csv" in out
+
+
+def test_default_config_dry_run(tmp_path):
+    proc = snakemake(tmp_path, "--dry-run")
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
+    assert int(stats["reconstruct"]) > 50 and int(stats["table_ablation"]) == 1
+
+
+# ---------------------------------------------------------------------------
+# (f) the paper check on the CI run's table (when CI has produced it)
+
+
+def test_check_paper_tables_on_ci_output():
+    table = ROOT / "results/ci/report/tables/canonical_quality.csv"
+    if not table.exists():
+        pytest.skip("run config/test/ci.yaml first (see docs/workflow.md)")
+    proc = subprocess.run([sys.executable, str(ROOT / "workflow_scripts/check_paper_tables.py"), str(table)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
