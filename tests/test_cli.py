@@ -228,3 +228,20 @@ def test_help_explains_every_option(capsys):
         assert main([command, "--help"]) == 0
         text = capsys.readouterr().out
         assert "usage:" in text
+
+
+def test_graph_command_on_a_snap_edge_list(tmp_path, capsys):
+    from battus.io import read_graph
+
+    out = tmp_path / "oregon2.h5"
+    src = DITTO.parent / "snap" / "oregon2_010526.txt.gz"
+    assert main(["graph", str(src), "--undirected", "--out", str(out), "--quiet"]) == 0
+    graph = read_graph(out)
+    assert (graph.n, graph.num_edges, graph.directed) == (11461, 32730, False)
+
+
+def test_graph_command_rejects_a_malformed_edge_list(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("# comment\n1 2\n3 x\n")
+    fails_cleanly(capsys, ["graph", str(bad), "--directed", "--out", str(tmp_path / "g.h5")], tmp_path / "g.h5",
+                  "bad.txt")

@@ -46,10 +46,12 @@ def evaluate(backend, prep, prior, beta_i: np.ndarray, beta_r: np.ndarray, n: in
     return out / (n * n_obs)
 
 
-def fit_rates(backend, prep, problem: Problem, settings: FitSettings = FitSettings()) -> tuple[float, float, list]:
+def fit_rates(backend, prep, problem: Problem, settings: FitSettings = FitSettings(),
+              progress=None) -> tuple[float, float, list]:
     """Return (beta_i, beta_r, trace); trace lists each round's best point and objective."""
     if hasattr(backend, "fit_rates"):  # a backend may run the whole search on its device
         return backend.fit_rates(prep, problem, settings)
+    say = progress or (lambda message: None)
     sir = problem.model == "sir"
     prior = problem.prior
     n_obs = problem.observations.times.shape[0]
@@ -65,6 +67,8 @@ def fit_rates(backend, prep, problem: Problem, settings: FitSettings = FitSettin
         best_i, best_r = float(cand_i[k]), float(cand_r[k])
         trace.append({"round": round_no, "candidates": int(cand_i.shape[0]), "beta_i": best_i,
                       "beta_r": best_r, "objective": float(values[k])})
+        say(f"fit round {round_no}/{settings.refine_rounds}: {cand_i.shape[0]} candidates, "
+            f"best beta_i={best_i:.5g} beta_r={best_r:.5g} objective={values[k]:.6g}")
         step_i = axis_i[1] - axis_i[0] if axis_i.shape[0] > 1 else 0.0
         axis_i = _axis(max(lo, best_i - step_i), min(hi, best_i + step_i), settings.refine_points)
         if sir:

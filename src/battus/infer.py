@@ -90,7 +90,7 @@ def reconstruct(problem: Problem, options: Options, backend="cpu", keep_posterio
     trace: list = []
     if options.fit:
         say("fitting rates")
-        beta_i, beta_r, trace = fit_rates(backend, prep, problem, options.fit_settings)
+        beta_i, beta_r, trace = fit_rates(backend, prep, problem, options.fit_settings, progress=say)
     else:
         beta_i, beta_r = options.beta_i, options.beta_r
     if not sir:

@@ -86,8 +86,7 @@ def _write_graph(group: h5py.Group, graph: Graph) -> None:
     group.attrs["name"] = graph.name
     group.attrs["n"] = graph.n
     group.attrs["m"] = graph.m
-    for key, value in graph.meta.items():
-        group.attrs[key] = json.dumps(value)
+    group.attrs["meta"] = json.dumps(graph.meta, default=str)
 
 
 def _open(path: str | Path, kind: str) -> h5py.File:
@@ -147,7 +146,11 @@ def _read_graph(fh: h5py.File, prefix: str = "graph") -> Graph:
     group = fh[prefix]
     directed = bool(group.attrs.get("directed", True))
     name = str(group.attrs.get("name", ""))
-    graph = Graph(indptr=indptr, indices=indices, node_ids=node_ids, directed=directed, name=name)
+    try:
+        meta = json.loads(group.attrs.get("meta", "{}"))
+    except json.JSONDecodeError:
+        raise InputError(fh.filename, f"{prefix}@meta", "not valid JSON") from None
+    graph = Graph(indptr=indptr, indices=indices, node_ids=node_ids, directed=directed, name=name, meta=meta)
     if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != indices.size:
         raise InputError(fh.filename, f"{prefix}/indptr", "not a valid CSR row pointer for indices")
     if indices.size and (indices.min() < 0 or indices.max() >= n):
