@@ -15,7 +15,7 @@ min_version("8.0")
 # The embedded default, unless --configfile names another (no deep merge with it).
 if not workflow.overwrite_configfiles:
 
-    configfile: "config/config.yaml"
+    configfile: f"{workflow.basedir}/config/config.yaml"
 
 
 report: "reports/workflow.rst"

@@ -24,7 +24,9 @@ MIRROR = os.environ.get("BATTUS_MIRROR") or config.get("mirror") or ""
 DOWNLOADS = config["downloads"]
 GRAPHS = config["graphs"]
 EXPERIMENTS = config["experiments"]
-for _key, _path in config["published"].items():  # relative to the workflow, not the run folder
+for _key, _path in config[
+    "published"
+].items():  # relative to the workflow, not the run folder
     if not os.path.isabs(_path):
         config["published"][_key] = os.path.join(workflow.basedir, _path)
 FIT = config["fit"]
@@ -124,8 +126,11 @@ for _g, _s in GRAPHS.items():
             f"graphs.{_g}.download: no download named {_s['download']!r}",
         )
     elif _s["generator"] == "ba":
-        _check("m" in _s, f"graphs.{_g}: the ba generator needs m")
+        _check("m" in _s and "n" in _s, f"graphs.{_g}: the ba generator needs n and m")
+    elif _s["generator"] == "scale":
+        _check("preset" in _s, f"graphs.{_g}: the scale generator needs preset")
     else:
+        _check("n" in _s, f"graphs.{_g}: the {_s['generator']} generator needs n")
         _check(
             "edges" in _s, f"graphs.{_g}: the {_s['generator']} generator needs edges"
         )
@@ -239,6 +244,14 @@ def job_size(dataset):
     if "topology" in spec:
         return job_size(spec["topology"])[:2] + (T,)
     g = GRAPHS[spec["graph"]]
+    if g.get("generator") == "scale":
+        n, arcs = {
+            "web-stanford": (255_265, 2_234_572),
+            "web-google": (855_802, 5_066_842),
+            "orkut": (3_072_441, 234_370_166),
+            "livejournal": (4_843_953, 68_466_754),
+        }[g["preset"]]
+        return n, arcs, T
     if "generator" in g:
         n = g["n"]
         edges = g.get("edges", g.get("m", 1) * n)

@@ -8,8 +8,10 @@ no self-loops, no duplicates) and record their parameters in ``graph.meta``.
   vertex (the canonical BA topology has n = 1,000 and about 4n edges);
 - :func:`erdos_renyi` -- G(n, M): ``M`` distinct edges drawn uniformly;
 - :func:`power_law` -- Chung--Lu graph with a power-law expected degree
-  sequence, built in O(n + m) numpy work; used for the ~10^5-vertex "scale"
-  graph of the default workflow.
+  sequence, built in O(n + m) numpy work;
+- ``chunglu`` and ``scale`` in :func:`generate` dispatch to :mod:`battus.synth`
+  (exactly ``m`` stored arcs, directed or not; ``scale`` = a paper-size
+  stand-in for one of the SNAP graphs, e.g. ``web-stanford``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from .errors import InputError
 from .graph import Graph, from_arcs
 
-GENERATORS = ("ba", "er", "powerlaw")
+GENERATORS = ("ba", "er", "powerlaw", "chunglu", "scale")
 
 
 def _finish(src: np.ndarray, dst: np.ndarray, n: int, name: str, meta: dict) -> Graph:
@@ -104,7 +106,8 @@ def power_law(n: int, edges: int, seed: int, exponent: float = 2.5, name: str = 
 
 
 def generate(generator: str, seed: int, name: str = "", **kwargs) -> Graph:
-    """Dispatch by name: ``ba`` (n, m), ``er`` (n, edges), ``powerlaw`` (n, edges, exponent)."""
+    """Dispatch by name: ``ba`` (n, m), ``er`` (n, edges), ``powerlaw`` (n, edges, exponent),
+    ``chunglu`` (n, edges, exponent, directed) and ``scale`` (preset, exponent)."""
     name = name or generator
     if generator == "ba":
         return barabasi_albert(int(kwargs["n"]), int(kwargs["m"]), seed, name=name)
@@ -113,4 +116,19 @@ def generate(generator: str, seed: int, name: str = "", **kwargs) -> Graph:
     if generator == "powerlaw":
         return power_law(int(kwargs["n"]), int(kwargs["edges"]), seed,
                          exponent=float(kwargs.get("exponent", 2.5)), name=name)
+    if generator == "chunglu":
+        from .synth import chung_lu
+
+        directed = bool(kwargs.get("directed", False))
+        arcs = int(kwargs["edges"]) * (1 if directed else 2)
+        graph = chung_lu(int(kwargs["n"]), arcs, gamma_in=float(kwargs.get("exponent", 2.3)),
+                         directed=directed, seed=seed, name=name)
+        return Graph(graph.indptr, graph.indices, graph.node_ids, graph.directed, name,
+                     meta={"generator": "chunglu", **kwargs, "seed": seed})
+    if generator == "scale":
+        from .synth import scale_graph
+
+        graph = scale_graph(str(kwargs["preset"]), seed=seed, gamma=float(kwargs.get("exponent", 2.3)))
+        return Graph(graph.indptr, graph.indices, graph.node_ids, graph.directed, name,
+                     meta={"generator": "scale", **kwargs, "seed": seed})
     raise InputError("generator", "generator", f"unknown generator {generator!r} ({', '.join(GENERATORS)})")
