@@ -15,7 +15,7 @@ rule archive:
     conda:
         "../envs/battus.yaml"
     params:
-        include=[OUT, "config", "data/published", "reports"],
+        include=archive_paths(),
         exclude=[f"{OUT}/archive"],
     script:
         "../workflow_scripts/archive.py"

@@ -519,3 +519,11 @@ def edgelist_mem_mb(wildcards):
 def edgelist_runtime(wildcards):
     edges = GRAPHS[wildcards.graph].get("paper", {}).get("edges", 10_000_000)
     return int(10 + edges / 2e6)
+
+
+def archive_paths():
+    """What the archive packs: this configuration's own outputs (not other configs' folders
+    that may live inside `results`), the configs, the published rows and the captions.
+    """
+    own = ["graphs", "logs", "benchmarks", "report", *DATASETS]
+    return [f"{OUT}/{x}" for x in own] + ["config", "data/published", "reports"]
