@@ -52,6 +52,11 @@ def _endpoints(xp, rng, count: int, n: int, gamma: float):
     return xp.clip(x.astype(xp.int64) - 1, 0, n - 1)
 
 
+def _permutation(xp, rng, n: int):
+    """Random permutation of 0..n-1 (cupy's Generator has no ``permutation``)."""
+    return xp.argsort(rng.random(n, dtype=xp.float64)).astype(xp.int64)
+
+
 def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None = None,
              directed: bool = True, seed: int = 0, xp=None, name: str = "") -> Graph:
     """A Chung-Lu graph with ``n`` vertices and exactly ``m`` stored arcs.
@@ -74,9 +79,9 @@ def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None =
         if g is not None and g <= 1.0:
             raise InputError("synth", key, f"power-law exponent must exceed 1, got {g}")
     gamma_out = gamma_in if gamma_out is None else gamma_out
-    rng = xp.random.default_rng(seed)
-    perm_in = rng.permutation(n).astype(xp.int64)
-    perm_out = rng.permutation(n).astype(xp.int64) if directed else perm_in
+    rng = xp.random.default_rng(seed)  # numpy and cupy streams differ for one seed
+    perm_in = _permutation(xp, rng, n)
+    perm_out = _permutation(xp, rng, n) if directed else perm_in
     target = m if directed else m // 2
     keys = xp.zeros(0, dtype=xp.int64)
     n64 = np.int64(n)
@@ -96,7 +101,7 @@ def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None =
     else:
         raise InputError("synth", "m", "could not draw enough distinct arcs (graph too dense)")
     if keys.shape[0] > target:  # drop a random surplus, keep the sort order
-        drop = rng.permutation(int(keys.shape[0]))[: int(keys.shape[0]) - target]
+        drop = _permutation(xp, rng, int(keys.shape[0]))[: int(keys.shape[0]) - target]
         mask = xp.ones(keys.shape[0], dtype=bool)
         mask[drop] = False
         keys = keys[mask]
@@ -124,7 +129,7 @@ def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None =
     )
 
 
-def scale_graph(preset: str, *, seed: int = 0, xp=None, gamma: float = 2.3) -> Graph:
+def scale_graph(preset: str, *, seed: int = 0, xp=None, gamma: float = 2.6) -> Graph:
     """The synthetic stand-in for a SNAP graph of the paper (``SCALE_PRESETS``)."""
     if preset not in SCALE_PRESETS:
         raise InputError("synth", "preset", f"unknown preset {preset!r} ({', '.join(SCALE_PRESETS)})")

@@ -145,15 +145,6 @@ def _fill_state(prior_s, prior_i, f_s, f_i):
 
 
 @cuda.jit
-def _reset_state(states, f_s, f_i):
-    u = cuda.grid(1)
-    if u < f_s.shape[0]:
-        s = states[u]
-        f_s[u] = 1.0 if s == 0 else 0.0
-        f_i[u] = 1.0 if s == 1 else 0.0
-
-
-@cuda.jit
 def _pressure_thread(indptr, indices, f_i, beta_i, log_rho):
     """Reference kernel: one thread per vertex, whatever its degree."""
     u = cuda.grid(1)
@@ -235,18 +226,24 @@ def _finish_hubs(hub_verts, hub_ptr, partial, log_rho):
 
 @cuda.jit
 def _mean_field_update(log_rho, beta_r, f_s, f_i, obs_row, reset):
-    """Frame t -> t+1 of Eq. 3 from L = log rho; with ``reset`` the next frame is observed."""
+    """Frame t -> t+1 of Eq. 3 from L = log rho of frame t.
+
+    With ``reset`` frame t is observed: its pressure was already taken from the
+    propagated marginals (the snapshot is scored first), and u's own state
+    restarts from the snapshot before the step, as in the CPU backend.
+    """
     u = cuda.grid(1)
     if u >= f_s.shape[0]:
         return
     if reset:
         s = obs_row[u]
-        f_s[u] = 1.0 if s == 0 else 0.0
-        f_i[u] = 1.0 if s == 1 else 0.0
-        return
+        fs = 1.0 if s == 0 else 0.0
+        fi = 1.0 if s == 1 else 0.0
+    else:
+        fs = np.float64(f_s[u])
+        fi = np.float64(f_i[u])
     lg = np.float64(log_rho[u])
-    fs = np.float64(f_s[u])
-    k = np.float64(f_i[u]) + fs * -math.expm1(lg)
+    k = fi + fs * -math.expm1(lg)
     f_s[u] = fs * math.exp(lg)
     f_i[u] = k * (1.0 - beta_r)
 
@@ -884,16 +881,13 @@ class CUDABackend:
         f_s = self._alloc(n, np.float32)
         f_i = self._alloc(n, np.float32)
         obs_index = prep.host_obs_index
-        if reset and obs_index[0] >= 0:
-            _reset_state[grid, tpb](prep.obs_states[obs_index[0]], f_s, f_i)
-        else:
-            _fill_state[grid, tpb](np.float32(prior[0]), np.float32(prior[1]), f_s, f_i)
+        _fill_state[grid, tpb](np.float32(prior[0]), np.float32(prior[1]), f_s, f_i)
         beta32 = np.float32(beta_i)
         for t in range(T + 1):
             self._pressure_step(prep, f_i, beta32, log_rho[t])
             if t < T:
-                do_reset = bool(reset and obs_index[t + 1] >= 0)
-                row = prep.obs_states[obs_index[t + 1]] if do_reset else prep.obs_states[0]
+                do_reset = bool(reset and obs_index[t] >= 0)
+                row = prep.obs_states[obs_index[t]] if do_reset else prep.obs_states[0]
                 _mean_field_update[grid, tpb](log_rho[t], float(beta_r), f_s, f_i, row, do_reset)
         return DevicePressures(log_rho)
 
