@@ -16,6 +16,7 @@ from battus.causal import causal_decode, certify_violations
 from battus.decode import states_from_hitting_times
 from battus.graph import Graph, from_arcs
 from battus.infer import method_options, reconstruct
+from battus.kernels.causal_cpu import UNANIMOUS_ROUNDS
 from battus.problem import Observations, Problem, observe, schedule_times
 from battus.score import causal_violations, event_weighted, hermes_score, score_all
 from battus.simulate import simulate
@@ -45,7 +46,7 @@ def naive_infected(ti, tr, v, f):
     return ti[v] <= f < tr[v]
 
 
-def naive_repair(graph, gamma, ti, tr, obs_times, obs_states, T):
+def naive_repair(graph, gamma, ti, tr, obs_times, obs_states, T, unanimous_rounds=UNANIMOUS_ROUNDS):
     """Frame rounds of battus.kernels.causal_cpu written out directly (slow, obvious)."""
     n = graph.n
     ti = [int(x) for x in ti]
@@ -58,9 +59,9 @@ def naive_repair(graph, gamma, ti, tr, obs_times, obs_states, T):
     def support_cost(v, f):
         c = 0.0
         for t in range(f, ti[v]):  # S -> I
-            c += (float(gamma[0, t, v]) - float(gamma[1, t, v])) - float(gamma[2, t, v])
+            c += float(gamma[0, t, v]) - 0.5
         for t in range(tr[v], f + 1):  # R -> I
-            c += (float(gamma[2, t, v]) - float(gamma[1, t, v])) - float(gamma[0, t, v])
+            c += float(gamma[2, t, v]) - 0.5
         return c
 
     for a in range(T, 0, -1):
@@ -78,10 +79,13 @@ def naive_repair(graph, gamma, ti, tr, obs_times, obs_states, T):
             if b >= floor[u]:
                 c = 0.0
                 for t in range(b, a):
-                    c += (float(gamma[0, t, u]) - float(gamma[1, t, u])) - float(gamma[2, t, u])
+                    c += float(gamma[0, t, u]) - 0.5
                 own[u] = (b, c)
         uncovered = {u for u in viol if cands[u]}
+        rounds = 0
         while uncovered:
+            unanimous = rounds < unanimous_rounds
+            rounds += 1
             served = {}
             for u in uncovered:
                 for v in cands[u]:
@@ -98,7 +102,8 @@ def naive_repair(graph, gamma, ti, tr, obs_times, obs_states, T):
             selected = set()
             for v in served:
                 users = [u for u in uncovered if v in cands[u]]
-                if all(pick[u][1] == 0 and pick[u][2] == v for u in users):
+                picked = [pick[u][1] == 0 and pick[u][2] == v for u in users]
+                if all(picked) or (any(picked) and not unanimous):
                     selected.add(v)
             for u in list(uncovered):
                 if pick[u][1] == 1:
@@ -200,6 +205,23 @@ def test_repair_matches_naive_reference(seed, model):
     assert extras["feasible"] == (v == 0)
     assert extras["causal_violations_before"] == causal_violations(
         problem.graph, states_from_hitting_times(t_inf, t_rec, problem.T))[0]
+
+
+@pytest.mark.parametrize("unanimous_rounds", [0, 1, 50])
+def test_round_schedule_matches_naive_reference(unanimous_rounds, monkeypatch):
+    # a denser graph, so frames need several rounds and the last round of own picks matters
+    from battus.kernels import causal_cpu
+
+    monkeypatch.setattr(causal_cpu, "UNANIMOUS_ROUNDS", unanimous_rounds)
+    problem = random_problem(7, "sir", directed=False, n=250, m=2500, T=10)
+    backend, prep, gamma, t_inf, t_rec = decoded(problem)
+    ref = naive_repair(problem.graph, gamma, t_inf, t_rec, problem.observations.times,
+                       problem.observations.states, problem.T, unanimous_rounds)
+    got_inf, got_rec, extras = causal_decode(backend, prep, problem, gamma, t_inf, t_rec)
+    assert np.array_equal(got_inf, ref[0]) and np.array_equal(got_rec, ref[1])
+    assert extras["causal_violations_before"] > 20 and extras["causal_vertices_moved"] > 10
+    if unanimous_rounds == 50:
+        assert extras["causal_rounds"] > extras["causal_violations_before"] // 1000 + problem.T  # several rounds
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -319,8 +341,10 @@ from test_causal import random_problem, decoded
 from battus.kernels import causal_cpu as KC
 from battus.kernels import causal_cuda as KD
 results = []
-for seed, model, directed in [(0, "si", False), (1, "sir", True), (2, "sir", False)]:
-    problem = random_problem(seed, model, directed, n=60, m=240)
+for seed, model, directed, rounds in [(0, "si", False, 2), (1, "sir", True, 2), (2, "sir", False, 0),
+                                       (3, "sir", False, 50)]:
+    KC.UNANIMOUS_ROUNDS = rounds
+    problem = random_problem(seed, model, directed, n=80, m=480)
     backend, prep, gamma, t_inf, t_rec = decoded(problem)
     floor, ceiling = KC.observation_window_arrays(prep.obs_times, prep.obs_states, prep.n, problem.T)
     d_floor, d_ceiling = KD.observation_window_device(cuda.to_device(prep.obs_times),
@@ -355,7 +379,7 @@ def test_cuda_kernels_equal_cpu_under_simulator(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(results) == 6
+    assert len(results) == 8
     for r in results:
         assert r["same"], r
         assert r["stats"][0] == r["stats"][1]

@@ -176,7 +176,7 @@ def _choose(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
 
 
 @cuda.jit
-def _apply(indptr, indices, viol, nv, covered, choice_kind, self_b, proposed, rejected, stamp, a,
+def _apply(indptr, indices, viol, nv, covered, choice_kind, self_b, proposed, rejected, stamp, unanimous, a,
            t_inf, t_rec, counters):
     # counters: [0] violators still active after this round, [1] self moves
     i = cuda.grid(1)
@@ -191,7 +191,7 @@ def _apply(indptr, indices, viol, nv, covered, choice_kind, self_b, proposed, re
     f = a - 1
     for e in range(indptr[u], indptr[u + 1]):
         v = indices[e]
-        if proposed[v] == stamp and rejected[v] != stamp:
+        if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
             covered[i] = 1
             cuda.atomic.min(t_inf, v, f)
             cuda.atomic.max(t_rec, v, a)
@@ -248,15 +248,18 @@ def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T
         grid = _grid(nv)
         _self_options[grid, THREADS](indptr, indices, gamma, floor, t_inf, t_rec, viol, nv, a, self_b, self_key,
                                      covered)
+        rounds = 0
         while True:
             stamp += 1
+            unanimous = rounds < KC.UNANIMOUS_ROUNDS
+            rounds += 1
             _reset_counts[grid, THREADS](indptr, indices, viol, nv, covered, count)
             _count_served[grid, THREADS](indptr, indices, floor, ceiling, viol, nv, covered, f, count)
             _choose[grid, THREADS](indptr, indices, gamma, floor, ceiling, t_inf, t_rec, viol, nv, covered, count,
                                    self_b, self_key, f, choice_kind, choice_id, proposed, rejected, stamp)
             counters.copy_to_device(zero2)
             _apply[grid, THREADS](indptr, indices, viol, nv, covered, choice_kind, self_b, proposed, rejected,
-                                  stamp, a, t_inf, t_rec, counters)
+                                  stamp, unanimous, a, t_inf, t_rec, counters)
             c = counters.copy_to_host()
             stats[1] += int(c[1])
             stats[2] += 1
