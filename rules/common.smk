@@ -136,6 +136,12 @@ for _g, _s in GRAPHS.items():
         )
 
 
+wildcard_constraints:
+    dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    method="|".join(METHODS),
+    variant=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+
+
 def _alternatives(names):
     """A regex matching exactly these names (never matching when empty)."""
     return "|".join(re.escape(x) for x in names) if names else "(?!x)x"

@@ -5,12 +5,6 @@ localrules:
     download,
 
 
-wildcard_constraints:
-    dataset=r"[A-Za-z0-9][A-Za-z0-9._-]*",
-    method="|".join(METHODS),
-    variant=r"[A-Za-z0-9][A-Za-z0-9._-]*",
-
-
 rule download:
     output:
         "resources/downloads/{path}",

@@ -77,6 +77,7 @@ def mtimes(root: Path) -> dict[str, float]:
 # (a) changing one ablation's parameter reruns only that ablation and its tables
 
 
+@pytest.mark.slow
 def test_rerun_one_ablation_after_param_change(tmp_path):
     work = tmp_path / "run"
     work.mkdir()
@@ -138,6 +139,7 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM],
                          ids=["SIGKILL-all", "SIGINT-all", "SIGTERM-snakemake"])
 def test_kill_mid_run_then_resume(tmp_path, sig):
@@ -278,6 +280,7 @@ def test_check_paper_tables_on_ci_output():
 # CUDA code paths through Numba's CUDA simulator (no GPU needed)
 
 
+@pytest.mark.slow
 def test_cuda_paths_through_simulator(tmp_path):
     work = tmp_path / "run"
     work.mkdir()
