@@ -1,0 +1,169 @@
+"""Real-GPU checks of the CUDA backend (``pytest -m gpu tests/test_gpu.py``).
+
+* the canonical 12-dataset suite: CUDA and CPU decoded histories identical, or
+  every differing vertex explained by a CPU posterior within 1e-5 of the
+  decision boundary (threshold tau, or a MAP near-tie); same four-decimal scores;
+* degree-binned pressure kernel against the thread-per-vertex reference on a
+  heavy-tailed graph with hubs; batched likelihood against the CPU;
+* the simulator bit-identical to the CPU one.
+
+Set ``BATTUS_GPU_REPORT=path.json`` to write every comparison to a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from battus.backends import CPUBackend
+from battus.infer import method_options, reconstruct
+from battus.problem import Problem, observe, schedule_times
+from battus.score import hermes_score
+from battus.simulate import simulate
+from battus.synth import chung_lu
+
+pytestmark = pytest.mark.gpu
+
+BOUNDARY = 1e-5
+REPORT: dict = {}
+
+
+def _gpu_available() -> bool:
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return False
+    try:
+        from numba import cuda
+
+        return bool(cuda.is_available())
+    except Exception:
+        return False
+
+
+if not _gpu_available():
+    pytest.skip("needs a real CUDA device", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from battus.kernels.cuda import CUDABackend
+
+    backend = CUDABackend()
+    backend.warm_up()
+    return backend
+
+
+@pytest.fixture(scope="module", autouse=True)
+def write_report():
+    yield
+    path = os.environ.get("BATTUS_GPU_REPORT")
+    if path:
+        with open(path, "w") as fh:
+            json.dump(REPORT, fh, indent=1, default=float)
+
+
+def _boundary_gap(gamma: np.ndarray, t: int, u: int, decoder: str, tau: float, level: int) -> float:
+    """Distance of the CPU posterior at (t, u) from the decision that separates the two decodes."""
+    g = gamma[:, t, u]
+    if decoder == "threshold":
+        return abs((1.0 - g[0]) - tau) if level == 1 else abs(g[2] - tau)
+    top = np.sort(g)[::-1]
+    return float(top[0] - top[1])
+
+
+def explain_differences(cpu, gpu, decoder: str, tau: float) -> tuple[list, list]:
+    """Vertices whose hitting times differ, split into (explained, unexplained)."""
+    explained, unexplained = [], []
+    for level, (a, b) in ((1, (cpu.t_inf, gpu.t_inf)), (2, (cpu.t_rec, gpu.t_rec))):
+        for u in np.nonzero(a != b)[0]:
+            t = int(min(a[u], b[u]))
+            gap = _boundary_gap(cpu.posteriors, t, int(u), decoder, tau, level)
+            row = {"vertex": int(u), "level": level, "cpu": int(a[u]), "gpu": int(b[u]), "gap": gap}
+            (explained if gap <= BOUNDARY else unexplained).append(row)
+    return explained, unexplained
+
+
+@pytest.mark.parametrize("method", ["battus-z", "battus"])
+def test_canonical_suite_matches_cpu(canonical, gpu, method):
+    cpu_backend = CPUBackend()
+    rows = {}
+    failures = []
+    for name, c in canonical.items():
+        times = schedule_times(c.T)
+        problem = Problem(c.graph, c.model, c.T, c.n0, observe(c.truth, times), c.truth, name)
+        options = method_options(method)
+        ref = reconstruct(problem, options, cpu_backend, keep_posteriors=True)
+        got = reconstruct(problem, options, gpu, keep_posteriors=True)
+        s_ref = hermes_score(c.truth, ref.states, c.model)
+        s_got = hermes_score(c.truth, got.states, c.model)
+        explained, unexplained = explain_differences(ref, got, options.decoder, options.tau)
+        rows[name] = {
+            "f1_cpu": round(s_ref["f1"], 4), "f1_gpu": round(s_got["f1"], 4),
+            "nrmse_cpu": round(s_ref["nrmse"], 4), "nrmse_gpu": round(s_got["nrmse"], 4),
+            "beta_cpu": [ref.beta_i, ref.beta_r], "beta_gpu": [got.beta_i, got.beta_r],
+            "differing_cells": int((ref.states != got.states).sum()),
+            "explained": explained, "unexplained": unexplained,
+            "seconds_cpu": ref.algorithm_seconds, "seconds_gpu": got.algorithm_seconds,
+        }
+        if unexplained or (ref.beta_i, ref.beta_r) != (got.beta_i, got.beta_r):
+            failures.append(name)
+        if (rows[name]["f1_cpu"], rows[name]["nrmse_cpu"]) != (rows[name]["f1_gpu"], rows[name]["nrmse_gpu"]):
+            failures.append(name + " (score)")
+    REPORT[f"canonical/{method}"] = rows
+    for name, r in rows.items():
+        print(f"{method:9s} {name:12s} F1 {r['f1_gpu']:.4f}/{r['f1_cpu']:.4f} NRMSE "
+              f"{r['nrmse_gpu']:.4f}/{r['nrmse_cpu']:.4f} diff cells {r['differing_cells']} "
+              f"explained {len(r['explained'])} unexplained {len(r['unexplained'])}")
+    assert not failures, failures
+
+
+@pytest.fixture(scope="module")
+def heavy_graph():
+    # hubs above the 1024 in-degree threshold and many warp-bin vertices
+    return chung_lu(60_000, 1_200_000, gamma_in=2.1, seed=5)
+
+
+def test_binned_kernel_matches_thread_kernel(heavy_graph, gpu):
+    from battus.kernels.cuda import CUDABackend
+
+    assert heavy_graph.in_degree().max() >= 2048
+    truth = simulate(heavy_graph, "sir", 20, 50, 0.1, 0.1, seed=3, backend="cuda")
+    problem = Problem(heavy_graph, "sir", 20, 50, observe(truth, schedule_times(20)), truth)
+    thread = CUDABackend(kernel="thread")
+    for reset in (False, True):
+        a = gpu.to_host(gpu.pressures(gpu.prepare(problem), problem.prior, 0.1, 0.1, reset))
+        b = thread.to_host(thread.pressures(thread.prepare(problem), problem.prior, 0.1, 0.1, reset))
+        REPORT[f"binned_vs_thread/reset={reset}"] = float(np.max(np.abs(a - b) / np.maximum(b, 1e-30)))
+        np.testing.assert_allclose(a, b, rtol=2e-6)
+    cpu = CPUBackend()
+    ref = cpu.pressures(cpu.prepare(problem), problem.prior, 0.1, 0.1, False)
+    np.testing.assert_allclose(a, ref, rtol=2e-5)
+    beta_i = np.linspace(0.02, 0.4, 40)
+    beta_r = np.linspace(0.3, 0.01, 40)
+    ll_cpu = cpu.loglik_batch(cpu.prepare(problem), problem.prior, beta_i, beta_r)
+    ll_gpu = gpu.loglik_batch(gpu.prepare(problem), problem.prior, beta_i, beta_r)
+    REPORT["loglik_batch_max_rel"] = float(np.max(np.abs(ll_gpu - ll_cpu) / np.abs(ll_cpu)))
+    np.testing.assert_allclose(ll_gpu, ll_cpu, rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["battus-z", "battus"])
+def test_heavy_graph_histories(heavy_graph, gpu, method):
+    truth = simulate(heavy_graph, "sir", 20, 50, 0.1, 0.1, seed=4, backend="cuda")
+    problem = Problem(heavy_graph, "sir", 20, 50, observe(truth, schedule_times(20)), truth)
+    options = method_options(method)
+    ref = reconstruct(problem, options, CPUBackend(), keep_posteriors=True)
+    got = reconstruct(problem, options, gpu, keep_posteriors=True)
+    explained, unexplained = explain_differences(ref, got, options.decoder, options.tau)
+    REPORT[f"heavy/{method}"] = {"beta_cpu": [ref.beta_i, ref.beta_r], "beta_gpu": [got.beta_i, got.beta_r],
+                                  "explained": explained, "unexplained": unexplained}
+    assert (got.beta_i, got.beta_r) == (ref.beta_i, ref.beta_r)
+    assert not unexplained
+
+
+@pytest.mark.parametrize("model", ["si", "sir"])
+def test_simulator_bit_identical(heavy_graph, model):
+    cpu = simulate(heavy_graph, model, 15, 100, 0.05, 0.1, seed=9)
+    gpu = simulate(heavy_graph, model, 15, 100, 0.05, 0.1, seed=9, backend="cuda")
+    np.testing.assert_array_equal(cpu, gpu)
