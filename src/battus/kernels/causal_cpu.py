@@ -255,27 +255,47 @@ def _onset_buckets(t_inf, T):
     return ptr, members
 
 
-@numba.njit(cache=True)
-def _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_frame, round_list, pending):
-    # Serial: every uncovered violator adds one to each of its supporters (Numba has no CPU atomics).
-    # Returns (#supporters this round, #supporters whose cost is not cached for frame a).
+@numba.njit(parallel=True, cache=True)
+def _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_frame, round_list, pending, parts):
+    # Every uncovered violator adds one to each of its supporters. Numba has no CPU atomics, so
+    # part p owns the supporters v with v % parts == p: each part reads all candidate entries
+    # (sequential) and does only its own counting (the random accesses, the expensive part).
+    # Returns (#supporters this round, #supporters whose cost is not cached for frame a); the lists
+    # hold them part by part (their order does not matter).
+    cap = (count.shape[0] + parts - 1) // parts
+    sizes = np.zeros((parts, 2), dtype=np.int64)
+    for p in prange(parts):
+        n_round = 0
+        n_pending = 0
+        base = p * cap
+        for i in range(covered.shape[0]):
+            if covered[i]:
+                continue
+            for k in range(cand_ptr[i], cand_ptr[i + 1]):
+                v = cand[k]
+                if v % parts != p:
+                    continue
+                if count_stamp[v] != stamp:
+                    count_stamp[v] = stamp
+                    count[v] = 0
+                    round_list[base + n_round] = v
+                    n_round += 1
+                    if cost_frame[v] != a:
+                        cost_frame[v] = a
+                        pending[base + n_pending] = v
+                        n_pending += 1
+                count[v] += 1
+        sizes[p, 0] = n_round
+        sizes[p, 1] = n_pending
     n_round = 0
     n_pending = 0
-    for i in range(covered.shape[0]):
-        if covered[i]:
-            continue
-        for k in range(cand_ptr[i], cand_ptr[i + 1]):
-            v = cand[k]
-            if count_stamp[v] != stamp:
-                count_stamp[v] = stamp
-                count[v] = 0
-                round_list[n_round] = v
-                n_round += 1
-                if cost_frame[v] != a:
-                    cost_frame[v] = a
-                    pending[n_pending] = v
-                    n_pending += 1
-            count[v] += 1
+    for p in range(parts):  # close the gaps; destinations never pass their sources
+        for j in range(sizes[p, 0]):
+            round_list[n_round + j] = round_list[p * cap + j]
+        n_round += sizes[p, 0]
+        for j in range(sizes[p, 1]):
+            pending[n_pending + j] = pending[p * cap + j]
+        n_pending += sizes[p, 1]
     return n_round, n_pending
 
 
@@ -381,6 +401,7 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a
     """
     f = a - 1
     nv = viol.shape[0]
+    parts = numba.get_num_threads()
     count, count_stamp, proposed, rejected, cost_frame = (per_vertex[:, k] for k in range(5))
     as_float = per_vertex.view(np.float64)
     cost, key = as_float[:, 5], as_float[:, 6]
@@ -396,7 +417,7 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a
         stats[2] += 1
         stamp = int(stats[2])
         n_round, n_pending = _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_frame,
-                                           round_list, pending)
+                                           round_list, pending, parts)
         _support_costs(gamma, t_inf, t_rec, pending, n_pending, f, cost)
         _support_keys(round_list, n_round, cost, count, key)
         _choose(viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_kind, choice_id,
