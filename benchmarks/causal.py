@@ -8,7 +8,13 @@ difference of the two pipelines' algorithm times, and ``causal_decode``
 alone on Battus-Z's posteriors and hitting times (best of ``--repeat``).
 Prints violations before/after and a Markdown row.
 
+``--canonical DITTO_DIR`` instead runs Battus-Z with and without the causal
+decoder on the 12 canonical datasets and prints the per-dataset Markdown
+table (F1, NRMSE, causal violations, forced ones) next to HERMES's published
+F1/NRMSE (the paper's canonical quality table).
+
     python benchmarks/causal.py [--n 200000] [--m 2000000] [--T 40] [--repeat 3]
+    python benchmarks/causal.py --canonical ../shared/data/ditto
 """
 
 from __future__ import annotations
@@ -25,8 +31,56 @@ from battus.causal import causal_decode
 from battus.graph import from_arcs
 from battus.infer import method_options, reconstruct
 from battus.problem import Problem, observe, schedule_times
-from battus.score import hermes_score
+from battus.score import causal_violations, event_weighted, hermes_score
 from battus.simulate import simulate
+
+CANONICAL = [
+    # name, file under the DITTO mirror, HERMES published (F1, NRMSE)
+    ("ba-si", "synthetic/ba-si.pt", (.9012, .1284)), ("er-si", "synthetic/er-si.pt", (.9011, .1269)),
+    ("oregon2-si", "oregon2/oregon2-si.pt", (.8964, .1380)), ("prost-si", "prost/prost-si.pt", (.9056, .1308)),
+    ("farmers-si", "farmers/farmers-si.pt", (.8980, .1491)), ("pol-si", "pol/rt-pol.txt", (.8487, .1823)),
+    ("ba-sir", "synthetic/ba-sir.pt", (.8640, .1509)), ("er-sir", "synthetic/er-sir.pt", (.8657, .1307)),
+    ("oregon2-sir", "oregon2/oregon2-sir.pt", (.8719, .1874)), ("prost-sir", "prost/prost-sir.pt", (.8609, .1737)),
+    ("covid-sir", "covid/covid-sir.pt", (.7819, .1589)), ("heb-sir", "heb/heb-sir.pt", (.8356, .1223)),
+]
+
+
+def canonical_table(ditto: str) -> None:
+    """Per-dataset Battus-Z vs Battus-C table on the canonical suite, HERMES's published scores beside."""
+    from pathlib import Path
+
+    from battus.causal import certify_violations
+    from battus.hermes import canonical_from_pt, pol_from_retweets
+
+    print("| Dataset | HERMES F1 | HERMES NRMSE | Battus-Z F1 | Battus-Z NRMSE | Battus-Z CV | Battus-C F1 "
+          "| Battus-C NRMSE | Battus-C CV | forced | truth CV |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    sums = {k: [] for k in ("hf", "hn", "zf", "zn", "cf", "cn")}
+    cv = {("z", "si"): [], ("z", "sir"): [], ("c", "si"): [], ("c", "sir"): [], ("t", "si"): [], ("t", "sir"): []}
+    for name, rel, (hf, hn) in CANONICAL:
+        path = Path(ditto) / rel
+        c = pol_from_retweets(path) if rel.endswith(".txt") else canonical_from_pt(path, name=name)
+        problem = c.to_problem()
+        z = reconstruct(problem, method_options("battus-z"))
+        bc = reconstruct(problem, method_options("battus-z", causal=True))
+        sz, sc = hermes_score(c.truth, z.states, c.model), hermes_score(c.truth, bc.states, c.model)
+        vz, vc, vt = (causal_violations(c.graph, s) for s in (z.states, bc.states, c.truth))
+        cert = certify_violations(c.graph, bc.states, problem.observations.times, problem.observations.states)
+        assert cert["unforced"] == 0
+        for k, v in zip(sums, (hf, hn, sz["f1"], sz["nrmse"], sc["f1"], sc["nrmse"]), strict=True):
+            sums[k].append(v)
+        cv[("z", c.model)].append(vz)
+        cv[("c", c.model)].append(vc)
+        cv[("t", c.model)].append(vt)
+        print(f"| {name} | {hf:.4f} | {hn:.4f} | {sz['f1']:.4f} | {sz['nrmse']:.4f} | {100 * vz[0] / vz[1]:.2f}% "
+              f"| {sc['f1']:.4f} | {sc['nrmse']:.4f} | {100 * vc[0] / vc[1]:.2f}% | {cert['forced']} "
+              f"| {100 * vt[0] / vt[1]:.2f}% |")
+    m = {k: sum(v) / len(v) for k, v in sums.items()}
+    print(f"| **mean** | {m['hf']:.4f} | {m['hn']:.4f} | {m['zf']:.4f} | {m['zn']:.4f} | | {m['cf']:.4f} "
+          f"| {m['cn']:.4f} | | | |")
+    for model in ("si", "sir"):
+        print(f"| event-weighted CV {model.upper()} | | | | | {100 * event_weighted(cv[('z', model)]):.2f}% | | "
+              f"| {100 * event_weighted(cv[('c', model)]):.2f}% | | {100 * event_weighted(cv[('t', model)]):.2f}% |")
 
 
 def build_problem(n: int, m: int, T: int, seed: int) -> Problem:
@@ -53,7 +107,11 @@ def main() -> None:
     parser.add_argument("--T", type=int, default=40)
     parser.add_argument("--seed", type=int, default=123456789)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--canonical", metavar="DITTO_DIR", help="print the canonical-suite table instead")
     args = parser.parse_args()
+    if args.canonical:
+        canonical_table(args.canonical)
+        return
 
     problem = build_problem(args.n, args.m, args.T, args.seed)
     print(f"graph n={problem.n} arcs={problem.graph.m} T={problem.T}; "

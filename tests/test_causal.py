@@ -58,7 +58,7 @@ def naive_repair(graph, gamma, ti, tr, obs_times, obs_states, T, unanimous_round
 
     def support_cost(v, f):
         c = 0.0
-        for t in range(f, ti[v]):  # S -> I
+        for t in range(ti[v] - 1, f - 1, -1):  # S -> I, summed backwards from the onset
             c += float(gamma[0, t, v]) - 0.5
         for t in range(tr[v], f + 1):  # R -> I
             c += float(gamma[2, t, v]) - 0.5

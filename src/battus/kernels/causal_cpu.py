@@ -76,7 +76,7 @@ def support_cost_py(gamma, t_inf, t_rec, v, f):
     per-cell accuracy (P(k) - P(not k)); one posterior read per cell keeps the walk cheap.
     """
     cost = 0.0
-    for t in range(f, t_inf[v]):
+    for t in range(t_inf[v] - 1, f - 1, -1):  # backwards, so the sum for f - 1 extends the one for f
         cost += np.float64(gamma[0, t, v]) - 0.5
     for t in range(t_rec[v], f + 1):
         cost += np.float64(gamma[2, t, v]) - 0.5
@@ -281,7 +281,6 @@ def _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_fr
                     round_list[base + n_round] = v
                     n_round += 1
                     if cost_frame[v] != a:
-                        cost_frame[v] = a
                         pending[base + n_pending] = v
                         n_pending += 1
                 count[v] += 1
@@ -300,10 +299,18 @@ def _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_fr
 
 
 @numba.njit(parallel=True, cache=True)
-def _support_costs(gamma, t_inf, t_rec, pending, n_pending, f, cost):
+def _support_costs(gamma, t_inf, t_rec, pending, n_pending, a, cost, cost_frame):
+    # A cost cached for frame a + 1 of a vertex not moved since and not recovered by then (its R->I
+    # part is empty for both frames) extends by the one cell at f = a - 1: bit for bit the sum
+    # support_cost would take afresh, since that sum runs backwards from the onset.
+    f = a - 1
     for j in prange(n_pending):
         v = pending[j]
-        cost[v] = support_cost(gamma, t_inf, t_rec, v, f)
+        if cost_frame[v] == a + 1 and t_rec[v] > a and t_inf[v] > a:
+            cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
+        else:
+            cost[v] = support_cost(gamma, t_inf, t_rec, v, f)
+        cost_frame[v] = a
 
 
 @numba.njit(parallel=True, cache=True)
@@ -375,7 +382,8 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejecte
 
 
 @numba.njit(parallel=True, cache=True)
-def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced):
+def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced,
+                    cost_frame):
     # One thread per supporter of this round: the selected ones become infected at a - 1;
     # advanced[j] says whether supporter j's onset moved (to a - 1, where the next frame screens it).
     for j in prange(n_round):
@@ -385,6 +393,7 @@ def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a
             advanced[j] = t_inf[v] > a - 1
             t_inf[v] = min(t_inf[v], a - 1)
             t_rec[v] = max(t_rec[v], a)
+            cost_frame[v] = -1  # its support cost changed
 
 
 def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a, per_vertex, lists,
@@ -395,11 +404,10 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a
     stamp, 3 rejected stamp, 4 frame whose support cost is cached (-1: stale), 5 cost and 6 key (as
     float64 bits); lists (2, n): supporters of the round, supporters to cost. stats: [0] violators
     seen, [1] self moves, [2] rounds (also the stamp).
-    A support cost depends only on the supporter's own hitting times, which within a frame change
-    only when it is applied (it then serves nobody any more) or self-moved (its cache is dropped),
-    so each is computed once per frame.
+    A support cost depends only on the supporter's own hitting times, which change only when it is
+    applied or self-moved (its cache is then dropped), so each is computed once per frame, and
+    from the previous frame's by one more cell when possible.
     """
-    f = a - 1
     nv = viol.shape[0]
     parts = numba.get_num_threads()
     count, count_stamp, proposed, rejected, cost_frame = (per_vertex[:, k] for k in range(5))
@@ -418,7 +426,7 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a
         stamp = int(stats[2])
         n_round, n_pending = _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_frame,
                                            round_list, pending, parts)
-        _support_costs(gamma, t_inf, t_rec, pending, n_pending, f, cost)
+        _support_costs(gamma, t_inf, t_rec, pending, n_pending, a, cost, cost_frame)
         _support_keys(round_list, n_round, cost, count, key)
         _choose(viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_kind, choice_id,
                 proposed, rejected)
@@ -426,7 +434,8 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a
         rounds += 1
         active, self_moves = _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected, stamp,
                                     unanimous, t_inf, cost_frame)
-        _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced)
+        _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced,
+                        cost_frame)
         moved.append(round_list[:n_round][advanced[:n_round]])
         stats[1] += self_moves
         if active == 0:
