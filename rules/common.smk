@@ -15,18 +15,16 @@ def _check(condition, message):
 
 
 # ---------------------------------------------------------------------------
-# Mirror: config key `mirror`, overridden by the environment variable. It is
-# read by the download script only (not a param), so switching between the
-# network and a mirror never reruns anything.
 OUT = config["results"].rstrip("/")  # every output of this configuration lives here
-MIRROR = os.environ.get("BATTUS_MIRROR") or config.get("mirror") or ""
+# The mirror (config `mirror`, overridden by BATTUS_MIRROR, relative paths from
+# the run folder) is read by the download script only, not passed as a param:
+# switching between the network and a mirror reruns nothing.
 
 DOWNLOADS = config["downloads"]
 GRAPHS = config["graphs"]
 EXPERIMENTS = config["experiments"]
-for _key, _path in config[
-    "published"
-].items():  # relative to the workflow, not the run folder
+# published rows live in the workflow, not in the run folder
+for _key, _path in config["published"].items():
     if not os.path.isabs(_path):
         config["published"][_key] = os.path.join(workflow.basedir, _path)
 FIT = config["fit"]
@@ -297,7 +295,8 @@ def simulate_mem_mb(wildcards):
 
 
 def job_threads(wildcards):
-    return workflow.cores if DATASETS[wildcards.dataset]["large"] else 1
+    # Snakemake caps this at --cores locally; on SLURM it becomes --cpus-per-task
+    return config["large_threads"] if DATASETS[wildcards.dataset]["large"] else 1
 
 
 # ---------------------------------------------------------------------------
