@@ -236,6 +236,18 @@ def test_certification_matches_naive_reference(seed):
         assert cert["unforced"] == cert["violations"] - cert["forced"]
 
 
+def test_parallel_and_serial_kernels_agree(monkeypatch):
+    from battus.kernels import causal_cpu
+
+    problem = random_problem(5, "sir", directed=False, n=400, m=4000, T=10)
+    backend, prep, gamma, t_inf, t_rec = decoded(problem)
+    serial = causal_decode(backend, prep, problem, gamma, t_inf, t_rec)
+    monkeypatch.setattr(causal_cpu, "PARALLEL_MIN", 1)
+    parallel = causal_decode(backend, prep, problem, gamma, t_inf, t_rec)
+    assert np.array_equal(serial[0], parallel[0]) and np.array_equal(serial[1], parallel[1])
+    assert serial[2] == parallel[2] and serial[2]["causal_vertices_moved"] > 10
+
+
 def test_repair_is_deterministic_and_leaves_inputs_alone():
     problem = random_problem(11, "sir", directed=False, n=300, m=1500, T=10)
     backend, prep, gamma, t_inf, t_rec = decoded(problem)

@@ -37,6 +37,8 @@ support are left; they are forced by the observations (certified by
 
 from __future__ import annotations
 
+import types
+
 import numba
 import numpy as np
 from numba import prange
@@ -133,6 +135,28 @@ self_cost = numba.njit(cache=True)(self_cost_py)
 support_key = numba.njit(cache=True)(support_key_py)
 better = numba.njit(cache=True)(better_py)
 
+# Below this many items a frame-round step runs serially: a parallel region costs a thread wake-up
+# (milliseconds on a loaded machine, where OpenMP workers are descheduled), and a frame has ~15.
+PARALLEL_MIN = 8192
+
+
+class _Dual:
+    """A prange kernel compiled twice: parallel for large inputs, serial (prange = range) for small ones."""
+
+    def __init__(self, fn) -> None:
+        serial = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__,
+                                    fn.__closure__)
+        serial.__qualname__ = fn.__qualname__ + "_serial"  # its own on-disk cache entry
+        self.parallel = numba.njit(parallel=True, cache=True)(fn)
+        self.serial = numba.njit(cache=True)(serial)
+
+    def __call__(self, size: int, *args):
+        return (self.parallel if size >= PARALLEL_MIN else self.serial)(*args)
+
+
+def _dual(fn) -> _Dual:
+    return _Dual(fn)
+
 
 # ----------------------------------------------------------------------------
 # observation windows and census
@@ -186,7 +210,7 @@ def violation_census(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceilin
 # the frame rounds
 
 
-@numba.njit(parallel=True, cache=True)
+@_dual
 def _screen(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, pool, a, slot_ptr, slots,
             n_cand, self_b, self_key):
     # For each vertex of ``pool`` whose onset is a, one pass over its in-arcs: n_cand = number of
@@ -229,7 +253,7 @@ def _screen(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
         self_key[i] = self_cost(gamma, u, b, a) if b >= 0 else 0.0
 
 
-@numba.njit(parallel=True, cache=True)
+@_dual
 def _compact_candidates(slots, slot_ptr, kept, cand_ptr, cand):
     for j in prange(kept.shape[0]):
         base = slot_ptr[kept[j]]
@@ -255,18 +279,16 @@ def _onset_buckets(t_inf, T):
     return ptr, members
 
 
-@numba.njit(parallel=True, cache=True)
-def _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_frame, round_list, pending, parts):
+@_dual
+def _count_served(cand_ptr, cand, covered, stamp, count, count_stamp, round_list, parts):
     # Every uncovered violator adds one to each of its supporters. Numba has no CPU atomics, so
     # part p owns the supporters v with v % parts == p: each part reads all candidate entries
     # (sequential) and does only its own counting (the random accesses, the expensive part).
-    # Returns (#supporters this round, #supporters whose cost is not cached for frame a); the lists
-    # hold them part by part (their order does not matter).
+    # Returns the number of supporters this round, listed part by part (their order does not matter).
     cap = (count.shape[0] + parts - 1) // parts
-    sizes = np.zeros((parts, 2), dtype=np.int64)
+    sizes = np.zeros(parts, dtype=np.int64)
     for p in prange(parts):
         n_round = 0
-        n_pending = 0
         base = p * cap
         for i in range(covered.shape[0]):
             if covered[i]:
@@ -280,47 +302,35 @@ def _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_fr
                     count[v] = 0
                     round_list[base + n_round] = v
                     n_round += 1
-                    if cost_frame[v] != a:
-                        pending[base + n_pending] = v
-                        n_pending += 1
                 count[v] += 1
-        sizes[p, 0] = n_round
-        sizes[p, 1] = n_pending
+        sizes[p] = n_round
     n_round = 0
-    n_pending = 0
     for p in range(parts):  # close the gaps; destinations never pass their sources
-        for j in range(sizes[p, 0]):
+        for j in range(sizes[p]):
             round_list[n_round + j] = round_list[p * cap + j]
-        n_round += sizes[p, 0]
-        for j in range(sizes[p, 1]):
-            pending[n_pending + j] = pending[p * cap + j]
-        n_pending += sizes[p, 1]
-    return n_round, n_pending
+        n_round += sizes[p]
+    return n_round
 
 
-@numba.njit(parallel=True, cache=True)
-def _support_costs(gamma, t_inf, t_rec, pending, n_pending, a, cost, cost_frame):
-    # A cost cached for frame a + 1 of a vertex not moved since and not recovered by then (its R->I
-    # part is empty for both frames) extends by the one cell at f = a - 1: bit for bit the sum
-    # support_cost would take afresh, since that sum runs backwards from the onset.
+@_dual
+def _support_keys(gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key):
+    # Key of every supporter of the round. Its cost is cached per frame; one cached for frame a + 1
+    # of a vertex not moved since and not recovered by then (its R->I part is empty for both frames)
+    # extends by the one cell at f = a - 1: bit for bit the sum support_cost would take afresh,
+    # since that sum runs backwards from the onset.
     f = a - 1
-    for j in prange(n_pending):
-        v = pending[j]
-        if cost_frame[v] == a + 1 and t_rec[v] > a and t_inf[v] > a:
-            cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
-        else:
-            cost[v] = support_cost(gamma, t_inf, t_rec, v, f)
-        cost_frame[v] = a
-
-
-@numba.njit(parallel=True, cache=True)
-def _support_keys(round_list, n_round, cost, count, key):
     for j in prange(n_round):
         v = round_list[j]
+        if cost_frame[v] != a:
+            if cost_frame[v] == a + 1 and t_rec[v] > a and t_inf[v] > a:
+                cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
+            else:
+                cost[v] = support_cost(gamma, t_inf, t_rec, v, f)
+            cost_frame[v] = a
         key[v] = support_key(cost[v], count[v])
 
 
-@numba.njit(parallel=True, cache=True)
+@_dual
 def _choose(viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_kind, choice_id,
             proposed, rejected):
     # Reads only state fixed during the round. Stamp writes from several threads to one supporter all
@@ -354,7 +364,7 @@ def _choose(viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_
                 rejected[v] = stamp
 
 
-@numba.njit(parallel=True, cache=True)
+@_dual
 def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected, stamp, unanimous, t_inf, cost_frame):
     # A violator is covered by its self move or by any supporter selected this round (proposed by
     # some violator, rejected by none). Each thread writes only its own violator's cells.
@@ -381,7 +391,7 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejecte
     return active, self_moves
 
 
-@numba.njit(parallel=True, cache=True)
+@_dual
 def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced,
                     cost_frame):
     # One thread per supporter of this round: the selected ones become infected at a - 1;
@@ -396,24 +406,23 @@ def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a
             cost_frame[v] = -1  # its support cost changed
 
 
-def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a, per_vertex, lists,
+def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a, per_vertex, round_list,
                   stats) -> np.ndarray:
     """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1.
 
     per_vertex (n, 8) int64, one cache line per vertex: 0 served count, 1 count stamp, 2 proposed
     stamp, 3 rejected stamp, 4 frame whose support cost is cached (-1: stale), 5 cost and 6 key (as
-    float64 bits); lists (2, n): supporters of the round, supporters to cost. stats: [0] violators
-    seen, [1] self moves, [2] rounds (also the stamp).
+    float64 bits); round_list (n,): supporters of the round. stats: [0] violators seen, [1] self
+    moves, [2] rounds (also the stamp).
     A support cost depends only on the supporter's own hitting times, which change only when it is
     applied or self-moved (its cache is then dropped), so each is computed once per frame, and
     from the previous frame's by one more cell when possible.
     """
     nv = viol.shape[0]
-    parts = numba.get_num_threads()
+    parts = numba.get_num_threads() if nv >= PARALLEL_MIN else 1
     count, count_stamp, proposed, rejected, cost_frame = (per_vertex[:, k] for k in range(5))
     as_float = per_vertex.view(np.float64)
     cost, key = as_float[:, 5], as_float[:, 6]
-    round_list, pending = lists[0], lists[1]
     covered = np.zeros(nv, dtype=np.bool_)
     choice_kind = np.empty(nv, dtype=np.int64)
     choice_id = np.empty(nv, dtype=np.int64)
@@ -424,18 +433,16 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a
     while True:
         stats[2] += 1
         stamp = int(stats[2])
-        n_round, n_pending = _count_served(cand_ptr, cand, covered, stamp, a, count, count_stamp, cost_frame,
-                                           round_list, pending, parts)
-        _support_costs(gamma, t_inf, t_rec, pending, n_pending, a, cost, cost_frame)
-        _support_keys(round_list, n_round, cost, count, key)
-        _choose(viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_kind, choice_id,
-                proposed, rejected)
         unanimous = rounds < UNANIMOUS_ROUNDS
         rounds += 1
-        active, self_moves = _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected, stamp,
-                                    unanimous, t_inf, cost_frame)
-        _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced,
-                        cost_frame)
+        n_round = _count_served(nv, cand_ptr, cand, covered, stamp, count, count_stamp, round_list, parts)
+        _support_keys(n_round, gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key)
+        _choose(nv, viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_kind, choice_id,
+                proposed, rejected)
+        active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected,
+                                    stamp, unanimous, t_inf, cost_frame)
+        _apply_supports(n_round, round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec,
+                        advanced, cost_frame)
         moved.append(round_list[:n_round][advanced[:n_round]])
         stats[1] += self_moves
         if active == 0:
@@ -460,7 +467,7 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
     window[:, 1] = recovery_ceiling
     per_vertex = np.zeros((n, 8), dtype=np.int64)
     per_vertex[:, 4] = -1
-    lists = np.empty((2, n), dtype=np.int64)
+    round_list = np.empty(n, dtype=np.int64)
     stats = np.zeros(3, dtype=np.int64)
     ti, tr, lo, hi = hit[:, 0], hit[:, 1], window[:, 0], window[:, 1]
     bucket_ptr, bucket = _onset_buckets(t_inf, T)
@@ -473,16 +480,17 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
         n_cand = np.empty(pool.shape[0], dtype=np.int64)
         self_b = np.empty(pool.shape[0], dtype=np.int64)
         self_key = np.empty(pool.shape[0], dtype=np.float64)
-        _screen(indptr, indices, gamma, lo, hi, ti, tr, pool, a, slot_ptr, slots, n_cand, self_b, self_key)
+        _screen(pool.shape[0], indptr, indices, gamma, lo, hi, ti, tr, pool, a, slot_ptr, slots, n_cand, self_b,
+                self_key)
         kept = np.flatnonzero(n_cand >= 0)
         arrived = np.empty(0, dtype=np.int64)
         if kept.size:
             cand_ptr = np.zeros(kept.shape[0] + 1, dtype=np.int64)
             np.cumsum(n_cand[kept], out=cand_ptr[1:])
             cand = np.empty(int(cand_ptr[-1]), dtype=np.int64)
-            _compact_candidates(slots, slot_ptr, kept, cand_ptr, cand)
+            _compact_candidates(kept.shape[0], slots, slot_ptr, kept, cand_ptr, cand)
             arrived = _frame_rounds(gamma, ti, tr, pool[kept], cand_ptr, cand, self_b[kept], self_key[kept], a,
-                                    per_vertex, lists, stats)
+                                    per_vertex, round_list, stats)
     t_inf[:] = ti
     t_rec[:] = tr
     return stats
