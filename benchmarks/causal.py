@@ -13,13 +13,14 @@ decoder on the 12 canonical datasets and prints the per-dataset Markdown
 table (F1, NRMSE, causal violations, forced ones) next to HERMES's published
 F1/NRMSE (the paper's canonical quality table).
 
-    python benchmarks/causal.py [--n 200000] [--m 2000000] [--T 40] [--repeat 3]
+    python benchmarks/causal.py [--n 200000] [--m 2000000] [--T 40] [--repeat 3] [--threads k]
     python benchmarks/causal.py --canonical ../shared/data/ditto
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 
@@ -91,15 +92,6 @@ def build_problem(n: int, m: int, T: int, seed: int) -> Problem:
                    observations=observe(truth, schedule_times(T)), truth=truth, name="cpu-bench")
 
 
-def best_of(fn, repeat: int):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200_000)
@@ -108,13 +100,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=123456789)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--canonical", metavar="DITTO_DIR", help="print the canonical-suite table instead")
+    parser.add_argument("--threads", type=int, help="Numba threads (default: all)")
     args = parser.parse_args()
+    if args.threads:
+        numba.set_num_threads(args.threads)
     if args.canonical:
         canonical_table(args.canonical)
         return
 
     problem = build_problem(args.n, args.m, args.T, args.seed)
-    print(f"graph n={problem.n} arcs={problem.graph.m} T={problem.T}; "
+    print(f"graph n={problem.n} arcs={problem.graph.m} T={problem.T}; load average {os.getloadavg()[0]:.2f}; "
           f"{platform.processor() or platform.machine()}, {numba.get_num_threads()} Numba threads", flush=True)
     plain, causal = method_options("battus-z"), method_options("battus-z", causal=True)
     reconstruct(problem, plain)  # warm-up (compilation)
@@ -127,13 +122,28 @@ def main() -> None:
         c_times.append(c.algorithm_seconds)
     t_z, t_c = min(z_times), min(c_times)
 
+    # The stages alone, interleaved, with wall and process CPU time (on a shared machine CPU time is
+    # the steadier measure of work; with one Numba thread the two agree when the machine is idle).
     backend = CPUBackend()
     prep = backend.prepare(problem)
-    rho = backend.pressures(prep, problem.prior, 0.1, 0.1, False)
-    gamma = backend.posteriors(prep, rho, problem.prior, 0.1, True)
-    t_inf, t_rec = backend.hitting_times(prep, gamma, "threshold", 0.65, True, True)
-    t_decoder, (_, _, extras) = best_of(lambda: causal_decode(backend, prep, problem, gamma, t_inf, t_rec),
-                                        args.repeat)
+
+    def battus_z():
+        rho = backend.pressures(prep, problem.prior, 0.1, 0.1, False)
+        gamma = backend.posteriors(prep, rho, problem.prior, 0.1, True)
+        return (gamma, *backend.hitting_times(prep, gamma, "threshold", 0.65, True, True))
+
+    gamma, t_inf, t_rec = battus_z()
+    stage = {"z_wall": [], "z_cpu": [], "c_wall": [], "c_cpu": []}
+    for _ in range(args.repeat):
+        for name, fn in (("z", battus_z), ("c", lambda: causal_decode(backend, prep, problem, gamma, t_inf, t_rec))):
+            w0, c0 = time.perf_counter(), time.process_time()
+            out = fn()
+            stage[f"{name}_wall"].append(time.perf_counter() - w0)
+            stage[f"{name}_cpu"].append(time.process_time() - c0)
+            if name == "c":
+                extras = out[2]
+    best = {k: min(v) for k, v in stage.items()}
+    t_decoder = best["c_wall"]
 
     sz = hermes_score(problem.truth, z.states, "sir")
     sc = hermes_score(problem.truth, c.states, "sir")
@@ -142,6 +152,9 @@ def main() -> None:
     print(f"Battus-C algorithm time      {t_c:8.3f} s  (runs: {', '.join(f'{x:.3f}' for x in c_times)})")
     print(f"difference                   {t_c - t_z:8.3f} s  = {100 * (t_c - t_z) / t_z:.1f}% of Battus-Z")
     print(f"causal_decode alone          {t_decoder:8.3f} s  = {100 * t_decoder / t_z:.1f}% of Battus-Z")
+    print(f"stages alone: Battus-Z wall {best['z_wall']:.3f} s cpu {best['z_cpu']:.3f} s | causal_decode wall "
+          f"{best['c_wall']:.3f} s cpu {best['c_cpu']:.3f} s | ratio wall {best['c_wall'] / best['z_wall']:.1%} "
+          f"cpu {best['c_cpu'] / best['z_cpu']:.1%}")
     print(f"violations {extras['causal_violations_before']} -> {extras['causal_violations']} of {ev} events "
           f"({100 * extras['causal_violations_before'] / ev:.2f}% -> {100 * extras['causal_violations'] / ev:.2f}%), "
           f"forced {extras['causal_violations_forced']}, moved {extras['causal_vertices_moved']}, "

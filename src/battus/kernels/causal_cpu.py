@@ -212,7 +212,7 @@ def violation_census(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceilin
 
 @_dual
 def _screen(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, pool, a, slot_ptr, slots,
-            n_cand, self_b, self_key):
+            n_cand, self_b):
     # For each vertex of ``pool`` whose onset is a, one pass over its in-arcs: n_cand = number of
     # admissible supporters when it violates (-1 when it has support or its onset moved), written to
     # slots[slot_ptr[i]:], and its self option. Same outcome as has_support, can_be_infected and
@@ -250,7 +250,6 @@ def _screen(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
         else:
             b = -1
         self_b[i] = b
-        self_key[i] = self_cost(gamma, u, b, a) if b >= 0 else 0.0
 
 
 @_dual
@@ -282,10 +281,12 @@ def _onset_buckets(t_inf, T):
 @_dual
 def _count_served(cand_ptr, cand, covered, stamp, count, count_stamp, round_list, parts):
     # Every uncovered violator adds one to each of its supporters. Numba has no CPU atomics, so
-    # part p owns the supporters v with v % parts == p: each part reads all candidate entries
-    # (sequential) and does only its own counting (the random accesses, the expensive part).
+    # part p owns the supporters v with v & (parts - 1) == p (parts is a power of two): each part
+    # reads all candidate entries (sequential) and does only its own counting (the random
+    # accesses, the expensive part).
     # Returns the number of supporters this round, listed part by part (their order does not matter).
     cap = (count.shape[0] + parts - 1) // parts
+    mask = parts - 1
     sizes = np.zeros(parts, dtype=np.int64)
     for p in prange(parts):
         n_round = 0
@@ -295,7 +296,7 @@ def _count_served(cand_ptr, cand, covered, stamp, count, count_stamp, round_list
                 continue
             for k in range(cand_ptr[i], cand_ptr[i + 1]):
                 v = cand[k]
-                if v % parts != p:
+                if (v & mask) != p:
                     continue
                 if count_stamp[v] != stamp:
                     count_stamp[v] = stamp
@@ -331,7 +332,7 @@ def _support_keys(gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost
 
 
 @_dual
-def _choose(viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_kind, choice_id,
+def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, a, stamp, choice_kind, choice_id,
             proposed, rejected):
     # Reads only state fixed during the round. Stamp writes from several threads to one supporter all
     # carry the same value (as on the GPU), so their order does not matter.
@@ -350,8 +351,17 @@ def _choose(viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_
         # A violator no in-neighbour can support keeps its onset: it is forced by the observations,
         # and moving it to another supported frame (often back to a seed) costs more than it mends.
         if self_b[i] >= 0 and best_kind != KIND_NONE:
-            if better(self_key[i], KIND_SELF, u, best_key, best_kind, best_id):
-                best_kind, best_id, best_key = KIND_SELF, u, self_key[i]
+            # self_cost_py's sum, abandoned once even all remaining cells at their lowest (-1/2)
+            # could not bring it down to the best support key (then the self move loses anyway)
+            own = 0.0
+            hopeless = False
+            for t in range(self_b[i], a):
+                own += np.float64(gamma[0, t, u]) - 0.5
+                if own - 0.5 * (a - 1 - t) > best_key + 1e-9:
+                    hopeless = True
+                    break
+            if not hopeless and better(own, KIND_SELF, u, best_key, best_kind, best_id):
+                best_kind, best_id, best_key = KIND_SELF, u, own
         choice_kind[i] = best_kind
         choice_id[i] = best_id
         if best_kind == KIND_NONE:
@@ -406,7 +416,7 @@ def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a
             cost_frame[v] = -1  # its support cost changed
 
 
-def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a, per_vertex, round_list,
+def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vertex, round_list,
                   stats) -> np.ndarray:
     """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1.
 
@@ -419,7 +429,9 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a
     from the previous frame's by one more cell when possible.
     """
     nv = viol.shape[0]
-    parts = numba.get_num_threads() if nv >= PARALLEL_MIN else 1
+    parts = 1
+    while nv >= PARALLEL_MIN and 2 * parts <= numba.get_num_threads():
+        parts *= 2
     count, count_stamp, proposed, rejected, cost_frame = (per_vertex[:, k] for k in range(5))
     as_float = per_vertex.view(np.float64)
     cost, key = as_float[:, 5], as_float[:, 6]
@@ -437,7 +449,7 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, self_key, a
         rounds += 1
         n_round = _count_served(nv, cand_ptr, cand, covered, stamp, count, count_stamp, round_list, parts)
         _support_keys(n_round, gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key)
-        _choose(nv, viol, cand_ptr, cand, covered, key, self_b, self_key, stamp, choice_kind, choice_id,
+        _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, a, stamp, choice_kind, choice_id,
                 proposed, rejected)
         active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected,
                                     stamp, unanimous, t_inf, cost_frame)
@@ -479,9 +491,7 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
         slots = np.empty(int(slot_ptr[-1]), dtype=np.int64)
         n_cand = np.empty(pool.shape[0], dtype=np.int64)
         self_b = np.empty(pool.shape[0], dtype=np.int64)
-        self_key = np.empty(pool.shape[0], dtype=np.float64)
-        _screen(pool.shape[0], indptr, indices, gamma, lo, hi, ti, tr, pool, a, slot_ptr, slots, n_cand, self_b,
-                self_key)
+        _screen(pool.shape[0], indptr, indices, gamma, lo, hi, ti, tr, pool, a, slot_ptr, slots, n_cand, self_b)
         kept = np.flatnonzero(n_cand >= 0)
         arrived = np.empty(0, dtype=np.int64)
         if kept.size:
@@ -489,7 +499,7 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
             np.cumsum(n_cand[kept], out=cand_ptr[1:])
             cand = np.empty(int(cand_ptr[-1]), dtype=np.int64)
             _compact_candidates(kept.shape[0], slots, slot_ptr, kept, cand_ptr, cand)
-            arrived = _frame_rounds(gamma, ti, tr, pool[kept], cand_ptr, cand, self_b[kept], self_key[kept], a,
+            arrived = _frame_rounds(gamma, ti, tr, pool[kept], cand_ptr, cand, self_b[kept], a,
                                     per_vertex, round_list, stats)
     t_inf[:] = ti
     t_rec[:] = tr
