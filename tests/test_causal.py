@@ -379,6 +379,23 @@ for seed, model, directed, rounds in [(0, "si", False, 2), (1, "sir", True, 2), 
                                                 problem.T)), list(census)],
             "moved": int(np.count_nonzero(cpu_inf != t_inf)),
         })
+# the whole pipeline on the CUDA backend (float32 posteriors) against the CPU decoder fed the same inputs
+from battus.backends import CPUBackend
+from battus.causal import causal_decode
+from battus.kernels.cuda import CUDABackend
+problem = random_problem(3, "sir", False, n=60, m=240)
+device = CUDABackend()
+prep = device.prepare(problem)
+rho = device.pressures(prep, problem.prior, 0.1, 0.1, False)
+gamma = device.posteriors(prep, rho, problem.prior, 0.1, True)
+t_inf, t_rec = device.hitting_times(prep, gamma, "threshold", 0.65, True, True)
+d_inf, d_rec, d_extras = causal_decode(device, prep, problem, gamma, t_inf, t_rec)
+host = CPUBackend()
+c_inf, c_rec, c_extras = causal_decode(host, host.prepare(problem), problem, gamma.copy_to_host(),
+                                       t_inf.copy_to_host(), t_rec.copy_to_host())
+results.append({"same": bool(np.array_equal(d_inf.copy_to_host(), c_inf)
+                             and np.array_equal(d_rec.copy_to_host(), c_rec) and d_extras == c_extras),
+                "stats": [0, 0], "census": [0, 0], "moved": d_extras["causal_vertices_moved"]})
 print(json.dumps(results))
 """
 
@@ -391,7 +408,7 @@ def test_cuda_kernels_equal_cpu_under_simulator(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert len(results) == 8
+    assert len(results) == 9
     for r in results:
         assert r["same"], r
         assert r["stats"][0] == r["stats"][1]
