@@ -103,7 +103,7 @@ def test_pressures_and_thread_kernel(graph, backend, reset):
     cpu = CPUBackend()
     ref = cpu.pressures(cpu.prepare(problem), problem.prior, 0.2, 0.1, reset)
     binned = backend.to_host(backend.pressures(backend.prepare(problem), problem.prior, 0.2, 0.1, reset))
-    thread = CUDABackend(kernel="thread")
+    thread = CUDABackend(kernel="thread", reorder=False)
     plain = thread.to_host(thread.pressures(thread.prepare(problem), problem.prior, 0.2, 0.1, reset))
     np.testing.assert_allclose(binned, ref, rtol=1e-6)
     np.testing.assert_allclose(plain, binned, rtol=1e-6)
