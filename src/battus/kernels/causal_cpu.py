@@ -198,12 +198,22 @@ def _census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, 
                 break
 
 
-def violation_census(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T):
-    """(events, violations, forced): onsets in 1..T, those without support, those no in-neighbour can support."""
+def census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T) -> np.ndarray:
+    """Per vertex: 0 no event or supported, 1 violation some in-neighbour could support, 2 forced violation."""
     flags = np.empty(t_inf.shape[0], dtype=np.uint8)
     _census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T, flags)
+    return flags
+
+
+def census_counts(flags, t_inf, T) -> tuple[int, int, int]:
+    """(events, violations, forced) from :func:`census_flags`."""
     events = int(np.count_nonzero((t_inf > 0) & (t_inf <= T)))
     return events, int(np.count_nonzero(flags)), int(np.count_nonzero(flags == 2))
+
+
+def violation_census(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T):
+    """(events, violations, forced): onsets in 1..T, those without support, those no in-neighbour can support."""
+    return census_counts(census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T), t_inf, T)
 
 
 # ----------------------------------------------------------------------------
@@ -261,18 +271,18 @@ def _compact_candidates(slots, slot_ptr, kept, cand_ptr, cand):
 
 
 @numba.njit(cache=True)
-def _onset_buckets(t_inf, T):
-    # vertices grouped by onset 1..T (counting sort, ascending id inside a bucket)
+def _onset_buckets(t_inf, T, member):
+    # the vertices with member[u] grouped by onset 1..T (counting sort, ascending id inside a bucket)
     ptr = np.zeros(T + 2, dtype=np.int64)
     for u in range(t_inf.shape[0]):
-        if 1 <= t_inf[u] <= T:
+        if member[u] and 1 <= t_inf[u] <= T:
             ptr[t_inf[u] + 1] += 1
     for a in range(1, T + 2):
         ptr[a] += ptr[a - 1]
     fill = ptr.copy()
     members = np.empty(ptr[T + 1], dtype=np.int64)
     for u in range(t_inf.shape[0]):
-        if 1 <= t_inf[u] <= T:
+        if member[u] and 1 <= t_inf[u] <= T:
             members[fill[t_inf[u]]] = u
             fill[t_inf[u]] += 1
     return ptr, members
@@ -332,7 +342,7 @@ def _support_keys(gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost
 
 
 @_dual
-def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, a, stamp, choice_kind, choice_id,
+def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, choice_kind, choice_id,
             proposed, rejected):
     # Reads only state fixed during the round. Stamp writes from several threads to one supporter all
     # carry the same value (as on the GPU), so their order does not matter.
@@ -353,13 +363,18 @@ def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, a, stamp, choice_
         if self_b[i] >= 0 and best_kind != KIND_NONE:
             # self_cost_py's sum, abandoned once even all remaining cells at their lowest (-1/2)
             # could not bring it down to the best support key (then the self move loses anyway)
-            own = 0.0
+            # (self_key[i] holds it once computed in full; NaN until then)
+            own = self_key[i]
             hopeless = False
-            for t in range(self_b[i], a):
-                own += np.float64(gamma[0, t, u]) - 0.5
-                if own - 0.5 * (a - 1 - t) > best_key + 1e-9:
-                    hopeless = True
-                    break
+            if np.isnan(own):
+                own = 0.0
+                for t in range(self_b[i], a):
+                    own += np.float64(gamma[0, t, u]) - 0.5
+                    if own - 0.5 * (a - 1 - t) > best_key + 1e-9:
+                        hopeless = True
+                        break
+                if not hopeless:
+                    self_key[i] = own
             if not hopeless and better(own, KIND_SELF, u, best_key, best_kind, best_id):
                 best_kind, best_id, best_key = KIND_SELF, u, own
         choice_kind[i] = best_kind
@@ -418,7 +433,8 @@ def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a
 
 def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vertex, round_list,
                   stats) -> np.ndarray:
-    """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1.
+    """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1
+    and the violators left (forced).
 
     per_vertex (n, 8) int64, one cache line per vertex: 0 served count, 1 count stamp, 2 proposed
     stamp, 3 rejected stamp, 4 frame whose support cost is cached (-1: stale), 5 cost and 6 key (as
@@ -438,6 +454,7 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vert
     covered = np.zeros(nv, dtype=np.bool_)
     choice_kind = np.empty(nv, dtype=np.int64)
     choice_id = np.empty(nv, dtype=np.int64)
+    self_key = np.full(nv, np.nan)
     advanced = np.empty(per_vertex.shape[0], dtype=np.bool_)
     moved = []
     rounds = 0
@@ -449,7 +466,7 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vert
         rounds += 1
         n_round = _count_served(nv, cand_ptr, cand, covered, stamp, count, count_stamp, round_list, parts)
         _support_keys(n_round, gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key)
-        _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, a, stamp, choice_kind, choice_id,
+        _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, choice_kind, choice_id,
                 proposed, rejected)
         active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected,
                                     stamp, unanimous, t_inf, cost_frame)
@@ -458,17 +475,24 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vert
         moved.append(round_list[:n_round][advanced[:n_round]])
         stats[1] += self_moves
         if active == 0:
-            return np.concatenate(moved)
+            # what is still uncovered had no admissible supporter (forced); it stays a violation
+            # unless a lower frame later moves its onset
+            return np.concatenate(moved), viol[~covered]
 
 
-def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, T) -> np.ndarray:
-    """Run the frame rounds from T down to 1 in place on ``t_inf``/``t_rec``; returns the stats vector.
+def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, T,
+                  violating=None) -> np.ndarray:
+    """Run the frame rounds from T down to 1 in place on ``t_inf``/``t_rec``.
+
+    Returns stats: [0] violators seen, [1] self moves, [2] rounds, [3] violations left (all forced).
 
     The vertices screened at frame a are those whose decoded onset was a plus the supporters moved
     to a by frame a + 1 (a self move lands on a supported frame and can never violate), the same
-    set the CUDA kernels find by scanning every vertex. Works on interleaved copies ((n, 2): a
-    vertex's onset and recovery, or its observation window, share a cache line), since nearly
-    every access is a random neighbour lookup.
+    set the CUDA kernels find by scanning every vertex. ``violating`` (the nonzero
+    :func:`census_flags` of the input) narrows the first group to the input's violators: support
+    only grows, so a vertex supported at its unchanged onset stays supported. Works on interleaved
+    copies ((n, 2): a vertex's onset and recovery, or its observation window, share a cache line),
+    since nearly every access is a random neighbour lookup.
     """
     n = t_inf.shape[0]
     hit = np.empty((n, 2), dtype=np.int64)
@@ -480,9 +504,12 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
     per_vertex = np.zeros((n, 8), dtype=np.int64)
     per_vertex[:, 4] = -1
     round_list = np.empty(n, dtype=np.int64)
-    stats = np.zeros(3, dtype=np.int64)
+    stats = np.zeros(4, dtype=np.int64)
+    left = []
     ti, tr, lo, hi = hit[:, 0], hit[:, 1], window[:, 0], window[:, 1]
-    bucket_ptr, bucket = _onset_buckets(t_inf, T)
+    if violating is None:
+        violating = np.ones(n, dtype=np.bool_)
+    bucket_ptr, bucket = _onset_buckets(t_inf, T, violating)
     arrived = np.empty(0, dtype=np.int64)
     for a in range(T, 0, -1):
         pool = np.concatenate((bucket[bucket_ptr[a]:bucket_ptr[a + 1]], arrived))
@@ -499,10 +526,14 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
             np.cumsum(n_cand[kept], out=cand_ptr[1:])
             cand = np.empty(int(cand_ptr[-1]), dtype=np.int64)
             _compact_candidates(kept.shape[0], slots, slot_ptr, kept, cand_ptr, cand)
-            arrived = _frame_rounds(gamma, ti, tr, pool[kept], cand_ptr, cand, self_b[kept], a,
-                                    per_vertex, round_list, stats)
+            arrived, forced = _frame_rounds(gamma, ti, tr, pool[kept], cand_ptr, cand, self_b[kept], a,
+                                            per_vertex, round_list, stats)
+            left.append((a, forced))
     t_inf[:] = ti
     t_rec[:] = tr
+    # every final violation is one of these (a vertex's final onset was screened, and support only
+    # grows), all forced; those whose onset moved since are not violations any more
+    stats[3] = sum(int(np.count_nonzero(t_inf[forced] == a)) for a, forced in left)
     return stats
 
 

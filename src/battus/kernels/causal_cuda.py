@@ -220,7 +220,8 @@ def census_device(indptr, indices, t_inf, t_rec, floor, ceiling, T: int) -> tupl
 
 
 def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int) -> np.ndarray:
-    """Frame rounds on device arrays, in place on ``t_inf``/``t_rec``; returns the stats vector of the CPU."""
+    """Frame rounds on device arrays, in place on ``t_inf``/``t_rec``; returns the stats vector of the CPU
+    (violators seen, self moves, rounds, violations left)."""
     n = t_inf.shape[0]
     count = cuda.device_array(n, dtype=np.int32)
     proposed = cuda.to_device(np.zeros(n, dtype=np.int32))
@@ -233,7 +234,7 @@ def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T
     choice_id = cuda.device_array(n, dtype=np.int32)
     n_viol = cuda.device_array(1, dtype=np.int64)
     counters = cuda.device_array(2, dtype=np.int64)
-    stats = np.zeros(3, dtype=np.int64)
+    stats = np.zeros(4, dtype=np.int64)
     stamp = 0
     zero1 = np.zeros(1, dtype=np.int64)
     zero2 = np.zeros(2, dtype=np.int64)
@@ -265,6 +266,7 @@ def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T
             stats[2] += 1
             if c[0] == 0:
                 break
+    stats[3] = census_device(indptr, indices, t_inf, t_rec, floor, ceiling, T)[1]
     return stats
 
 
