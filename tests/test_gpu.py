@@ -150,9 +150,17 @@ def test_binned_kernel_matches_thread_kernel(heavy_graph, gpu):
     beta_i = np.linspace(0.02, 0.4, 40)
     beta_r = np.linspace(0.3, 0.01, 40)
     ll_cpu = cpu.loglik_batch(cpu.prepare(problem), problem.prior, beta_i, beta_r)
-    ll_gpu = gpu.loglik_batch(gpu.prepare(problem), problem.prior, beta_i, beta_r)
-    REPORT["loglik_batch_max_rel"] = float(np.max(np.abs(ll_gpu - ll_cpu) / np.abs(ll_cpu)))
-    np.testing.assert_allclose(ll_gpu, ll_cpu, rtol=1e-4)
+    exact = CUDABackend(fit_precision="float64")
+    ll_64 = exact.loglik_batch(exact.prepare(problem), problem.prior, beta_i, beta_r)
+    REPORT["loglik_batch_float64_max_rel"] = float(np.max(np.abs(ll_64 - ll_cpu) / np.abs(ll_cpu)))
+    np.testing.assert_allclose(ll_64, ll_cpu, rtol=1e-9)
+    # float32 state: close near the optimum (far candidates can underflow to the log floor)
+    ll_32 = gpu.loglik_batch(gpu.prepare(problem), problem.prior, beta_i, beta_r)
+    near = ll_cpu >= ll_cpu.max() * 1.5
+    REPORT["loglik_batch_float32_max_rel_near_best"] = float(
+        np.max(np.abs(ll_32[near] - ll_cpu[near]) / np.abs(ll_cpu[near])))
+    np.testing.assert_allclose(ll_32[near], ll_cpu[near], rtol=1e-4)
+    assert np.argmax(ll_32) == np.argmax(ll_cpu)
 
 
 @pytest.mark.parametrize("method", ["battus-z", "battus"])

@@ -72,6 +72,10 @@ def _simulated() -> bool:
 # candidate groups, warp and hub bins) on tiny graphs.
 WARP = 8 if _simulated() else 32
 BLOCK = 256  # threads per block on a GPU; shared arrays are sized for it
+# The simulator has no warp shuffles: there the reductions go through shared
+# memory and block barriers; on a GPU warps reduce with shuffles (checked
+# against the thread-per-vertex kernel by tests/test_gpu.py).
+SHUFFLE = not _simulated()
 POLISH = 8  # candidates of each fitting round re-scored in float64
 SCORE_BLOCKS = 264  # fixed block count of the score reduction (2 per H100 SM)
 _LOG_FLOOR = 1e-300
@@ -186,16 +190,24 @@ def _log_sum_lane(indices, f_i, g, lane, beta, lo, hi):
     """As _log_sum for one candidate lane of the (group, vertex, lane) layout."""
     acc = 0.0
     e = lo
-    while e + 3 < hi:
+    while e + 7 < hi:  # eight 128-byte rows in flight per warp
         x0 = f_i[g, indices[e], lane]
         x1 = f_i[g, indices[e + 1], lane]
         x2 = f_i[g, indices[e + 2], lane]
         x3 = f_i[g, indices[e + 3], lane]
+        x4 = f_i[g, indices[e + 4], lane]
+        x5 = f_i[g, indices[e + 5], lane]
+        x6 = f_i[g, indices[e + 6], lane]
+        x7 = f_i[g, indices[e + 7], lane]
         acc += math.log1p(-beta * x0)
         acc += math.log1p(-beta * x1)
         acc += math.log1p(-beta * x2)
         acc += math.log1p(-beta * x3)
-        e += 4
+        acc += math.log1p(-beta * x4)
+        acc += math.log1p(-beta * x5)
+        acc += math.log1p(-beta * x6)
+        acc += math.log1p(-beta * x7)
+        e += 8
     while e < hi:
         acc += math.log1p(-beta * f_i[g, indices[e], lane])
         e += 1
@@ -228,6 +240,14 @@ def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_v
         if k < warp_verts.shape[0]:
             u = warp_verts[k]
             acc = _log_sum(indices, f_i, beta_i, indptr[u] + lane, indptr[u + 1], WARP)
+        if SHUFFLE:
+            offset = WARP // 2
+            while offset > 0:
+                acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
+                offset //= 2
+            if lane == 0 and k < warp_verts.shape[0]:
+                log_rho[warp_verts[k]] = acc
+            return
         sm[tid] = acc
         cuda.syncthreads()
         width = WARP // 2
@@ -240,7 +260,22 @@ def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_v
             log_rho[warp_verts[k]] = sm[tid]
         return
     chunk = block - n_warp_blocks
-    sm[tid] = _log_sum(indices, f_i, beta_i, hub_start[chunk] + tid, hub_end[chunk], bdim)
+    acc = _log_sum(indices, f_i, beta_i, hub_start[chunk] + tid, hub_end[chunk], bdim)
+    if SHUFFLE:  # warps reduce with shuffles, then one barrier and a fixed-order sum
+        offset = WARP // 2
+        while offset > 0:
+            acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
+            offset //= 2
+        if tid % WARP == 0:
+            sm[tid // WARP] = acc
+        cuda.syncthreads()
+        if tid == 0:
+            total = 0.0
+            for w in range(bdim // WARP):
+                total += sm[w]
+            partial[chunk] = total
+        return
+    sm[tid] = acc
     cuda.syncthreads()
     width = bdim // 2
     while width > 0:
@@ -866,8 +901,12 @@ class CUDABackend:
 
     def _build_bins(self, indptr: np.ndarray) -> dict:
         deg = np.diff(indptr)
-        thread_verts = np.nonzero(deg < self.warp_min_degree)[0].astype(np.int32)
+        # Within a bin, vertices of similar degree share a warp (thread bin) or a
+        # block (warp bin): no lane or warp waits long for a heavier neighbour.
+        thread_verts = np.nonzero(deg < self.warp_min_degree)[0]
+        thread_verts = thread_verts[np.argsort(-deg[thread_verts], kind="stable")].astype(np.int32)
         warp_verts = np.nonzero((deg >= self.warp_min_degree) & (deg < self.hub_min_degree))[0]
+        warp_verts = warp_verts[np.argsort(-deg[warp_verts], kind="stable")]
         hub_verts = np.nonzero(deg >= self.hub_min_degree)[0]
         per_hub = (deg[hub_verts] + self.hub_chunk - 1) // self.hub_chunk
         hub_ptr = np.zeros(hub_verts.shape[0] + 1, dtype=np.int64)
@@ -909,6 +948,9 @@ class CUDABackend:
         split_vertex = np.nonzero(per_vertex > 1)[0]
         split_ptr = np.zeros(split_vertex.shape[0] + 1, dtype=np.int64)
         np.cumsum(per_vertex[split_vertex], out=split_ptr[1:])
+        # largest items first: blocks of similar work, short tail (slots stay with their items)
+        order = np.argsort(-(end - start), kind="stable")
+        vertex, start, end, slot = vertex[order], start[order], end[order], slot[order]
         return {
             "vertex": self._upload(gather_id[vertex]),  # state rows are in gather order
             "start": self._upload(start),
