@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
             checked += 1
             if abs(got - round(float(expected), args.digits)) > 10 ** (-args.digits) / 2:
                 bad += 1
-                print(f"MISMATCH {args.method} {key} {metric}: got {got:.{args.digits}f}, paper {expected:.{args.digits}f}")
+                d = args.digits
+                print(f"MISMATCH {args.method} {key} {metric}: got {got:.{d}f}, paper {expected:.{d}f}")
     if checked == 0:
         print("check: no dataset column matched a published dataset", file=sys.stderr)
         return 1

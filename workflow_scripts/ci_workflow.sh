@@ -5,6 +5,8 @@
 # and the shared mirror at ../shared/data (override with BATTUS_MIRROR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# .ci/run installs into .venv without activating it
+if [ -x .venv/bin/snakemake ]; then export PATH="$PWD/.venv/bin:$PATH"; fi
 MIRROR="${BATTUS_MIRROR:-$(cd .. && pwd)/shared/data}"
 CORES="${CORES:-2}"
 step() { printf '\n== %s\n' "$*"; }
@@ -22,6 +24,6 @@ step "canonical suite through the mirror"
 BATTUS_MIRROR="$MIRROR" snakemake --cores "$CORES" --configfile config/test/ci.yaml
 snakemake --configfile config/test/ci.yaml --report results/ci/report/report.html
 step "the canonical Battus-Z rows equal the paper's to four decimals"
-python workflow_scripts/check_paper_tables.py results/ci/report/tables/canonical_quality.csv
+python3 workflow_scripts/check_paper_tables.py results/ci/report/tables/canonical_quality.csv
 step "archive"
 snakemake --cores 1 archive

@@ -4,9 +4,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import prepare_outputs, setup_log  # noqa: E402
-
 import numba  # noqa: E402
+from _common import prepare_outputs, setup_log  # noqa: E402
 
 from battus.fit import FitSettings  # noqa: E402
 from battus.infer import method_options, reconstruct  # noqa: E402

@@ -4,9 +4,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import prepare_outputs, setup_log  # noqa: E402
-
 import contextlib  # noqa: E402
+
+from _common import prepare_outputs, setup_log  # noqa: E402
 
 from battus.cli import main  # noqa: E402
 

@@ -4,9 +4,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _common import prepare_outputs, setup_log  # noqa: E402
-
 import numba  # noqa: E402
+from _common import prepare_outputs, setup_log  # noqa: E402
 
 from battus.io import provenance, read_graph, sha256_file, write_history  # noqa: E402
 from battus.problem import Problem, observe, schedule_times  # noqa: E402

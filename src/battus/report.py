@@ -320,7 +320,8 @@ def _causal_panel(spec: dict, scores: dict, datasets: list[str], title: str) -> 
     for d in datasets:
         first = _get(scores, d, *methods[0])
         row = {"Dataset": _label(spec, d), "Truth": first["causal"]["truth"]["rate"]}
-        totals.setdefault("Truth", []).append((first["causal"]["truth"]["violations"], first["causal"]["truth"]["events"]))
+        truth = first["causal"]["truth"]
+        totals.setdefault("Truth", []).append((truth["violations"], truth["events"]))
         for m, v in methods:
             c = _get(scores, d, m, v)["causal"]["prediction"]
             lab = _method_label(spec, m, v)
@@ -601,7 +602,8 @@ def figure_history_drawing(spec: dict, history_path: str | Path, predictions: li
     picked = np.sort(rng.choice(problem.n, size=min(max_vertices, problem.n), replace=False))
     order = picked[np.argsort(onset[picked], kind="stable")]
     cmap = ListedColormap(["#d9e6f2", "#d62728", "#7f7f7f"])
-    panels = [("truth", truth)] + [(lab, read_prediction(p)["states"]) for lab, p in zip(labels, predictions, strict=True)]
+    panels = [("truth", truth)]
+    panels += [(lab, read_prediction(p)["states"]) for lab, p in zip(labels, predictions, strict=True)]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 4.6), sharey=True)
     for ax, (title, states) in zip(np.atleast_1d(axes), panels, strict=True):
         ax.imshow(states[:, order].T, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest")
