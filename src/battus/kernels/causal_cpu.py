@@ -1,12 +1,13 @@
 """Numba CPU kernels of the graph-causal decoder (Battus-C, :mod:`battus.causal`).
 
 The per-vertex rules (who may be infected when, what a move costs, which of
-two options wins) are plain Python functions, calling no other rule, compiled twice: with
-``numba.njit`` here and with ``cuda.jit(device=True)`` in
+two options wins) are plain Python functions, calling no other rule, compiled
+twice: with ``numba.njit`` here and with ``cuda.jit(device=True)`` in
 :mod:`battus.kernels.causal_cuda`, so both backends apply literally the same
-arithmetic. Costs are sums and differences of posteriors (each read widened
-to float64 first) and one division, never a product followed by a sum, so no
-fused multiply-add can make the GPU round differently from the CPU.
+arithmetic. A cell switched to I costs P(its decoded state) - 1/2; costs are
+sums of such terms (each posterior widened to float64 first) and a key is
+one division or multiplication of a cost, never a product followed by a sum,
+so no fused multiply-add can make the GPU round differently from the CPU.
 
 Frame rounds. For frame ``a`` (descending from T to 1) the violators are the
 vertices whose onset is ``a`` with no in-neighbour infected at ``f = a - 1``.
@@ -17,8 +18,8 @@ needed) and a *self* move (``u``'s own onset advanced to the latest earlier
 frame at which it has support, or to 0 as a seed; offered only to violators
 that some in-neighbour could support). A support move by ``v``
 serves every violator adjacent to ``v``, so its key is
-``cost(v) / #uncovered violators adjacent to v``; a self move's key is its
-cost. In every round each uncovered violator picks its best option (ties
+``cost(v) / #uncovered violators adjacent to v`` (``cost(v) * #`` for a gain,
+cost < 0); a self move's key is its cost. In every round each uncovered violator picks its best option (ties
 broken by kind, then vertex id); a support move is applied when it is the pick
 of *every* uncovered violator it serves (a parallel emulation of the greedy
 weighted cover: the global best option always qualifies), a self move when its
@@ -131,8 +132,8 @@ def better_py(key_a, kind_a, id_a, key_b, kind_b, id_b):
 can_be_infected = numba.njit(cache=True)(can_be_infected_py)
 has_support = numba.njit(cache=True)(has_support_py)
 support_cost = numba.njit(cache=True)(support_cost_py)
-self_frame = numba.njit(cache=True)(self_frame_py)
-self_cost = numba.njit(cache=True)(self_cost_py)
+# self_frame_py and self_cost_py are inlined on the CPU (in _screen and _choose, fused with other
+# work); the tests hold those against the CUDA kernels, which call the rules themselves.
 support_key = numba.njit(cache=True)(support_key_py)
 better = numba.njit(cache=True)(better_py)
 
