@@ -11,8 +11,12 @@ result does not depend on the order (onsets, recoveries, counters), so the
 violator list being compacted in arbitrary order changes nothing: the hitting
 times equal the CPU's bit for bit for the same posteriors.
 
-Device memory beyond the backend's arrays: ``36 n`` bytes of scratch plus
-``16 n`` for the original hitting times (to count moved vertices).
+Device memory beyond the backend's arrays (n vertices): ``38 n`` bytes of
+per-violator and per-supporter scratch, ``16 n`` for the observation windows
+and ``16 n`` for the repaired copy of the hitting times (the input is kept to
+count moved vertices). Host synchronisations: one per frame (the violator
+count) and one per round (whether violators with options remain), at most
+``UNANIMOUS_ROUNDS + 1`` rounds per frame.
 """
 
 from __future__ import annotations
