@@ -207,3 +207,18 @@ def test_generators_are_seeded_and_simple():
     assert np.array_equal(again.indices, ba.indices) and np.array_equal(again.indptr, ba.indptr)
     src, dst = ba.arcs()
     assert not np.any(src == dst)
+
+
+def test_latex_midrules_separate_groups_and_means(canonical):
+    spec, scores = canonical
+    datasets = spec["experiments"]["canonical"]["si"]
+    rows = [{"label": "Battus", "method": "battus", "variant": "default", "group": 0},
+            {"label": "Battus-Z", "method": "battus-z", "variant": "default", "group": 0},
+            {"label": "Battus-Z again", "method": "battus-z", "variant": "default", "group": 1}]
+    spec = {**spec, "experiments": {**spec["experiments"], "ablation": {
+        "datasets": datasets, "gate": {"f1": 0.8692, "nrmse": 0.1483}, "rows": rows}}}
+    tex = report.table_latex(report.build_table("ablation", spec, scores))
+    body = tex[tex.index(r"\midrule"):tex.index(r"\bottomrule")].splitlines()
+    assert body[0] == r"\midrule" and body[3] == r"\midrule" and body[4].startswith("Battus-Z again")
+    feas = report.table_latex(report.build_table("feasibility_sensitivity", spec, scores))
+    assert feas.count(r"\midrule") == 4  # header rule + one before "Event-weighted", per panel

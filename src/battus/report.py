@@ -33,6 +33,7 @@ class Panel:
     best_by: list[str] = field(default_factory=list)  # bold within groups of these columns
     row_best: tuple[list[str], str] | None = None  # (columns, max|min): bold the best of each row
     skip_best_rows: list[int] = field(default_factory=list)  # rows excluded from column bests
+    rules_before: list[int] = field(default_factory=list)  # LaTeX \midrule before these rows
 
 
 @dataclass
@@ -107,6 +108,27 @@ def _tex_escape(text: str) -> str:
     return text
 
 
+def _with_midrules(latex: str, rows_before: list[int]) -> str:
+    """Insert ``\\midrule`` before the given data rows of a booktabs tabular."""
+    if not rows_before:
+        return latex
+    lines = latex.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == r"\midrule") + 1
+    out = lines[:start]
+    for k, line in enumerate(lines[start:]):
+        if k in rows_before and k > 0 and line.strip() != r"\bottomrule":
+            out.append(r"\midrule")
+        out.append(line)
+    return "\n".join(out)
+
+
+def _tex_cell(text: str) -> str:
+    if text.startswith(r"\textbf"):
+        return text
+    indent = len(text) - len(text.lstrip(" "))
+    return (r"\quad " if indent else "") + _tex_escape(text.lstrip(" "))
+
+
 def table_csv(table: Table) -> str:
     if len(table.panels) == 1:
         return table.panels[0].frame.to_csv(index=False)
@@ -136,12 +158,13 @@ def table_latex(table: Table) -> str:
     ]
     for panel in table.panels:
         shown = _formatted(panel, lambda s: rf"\textbf{{{s}}}")
-        shown = shown.apply(lambda col: col.map(lambda s: s if s.startswith(r"\textbf") else _tex_escape(s)))
+        shown = shown.apply(lambda col: col.map(_tex_cell))
         shown.columns = [_tex_escape(str(c)) for c in shown.columns]
         align = "".join("l" if panel.formats.get(c, "str") == "str" else "r" for c in panel.frame.columns)
         if len(table.panels) > 1 or panel.title:
             parts.append(rf"\par\smallskip\emph{{{_tex_escape(panel.title)}}}\par")
-        parts.append(shown.to_latex(index=False, escape=False, column_format=align).rstrip())
+        parts.append(_with_midrules(shown.to_latex(index=False, escape=False, column_format=align).rstrip(),
+                                    panel.rules_before))
     if table.note:
         parts.append(rf"\par\smallskip{{\footnotesize {_tex_escape(table.note)}}}")
     parts.append(r"\end{table}")
@@ -231,10 +254,13 @@ def table_ablation(spec: dict, scores: dict) -> Table:
         rows.append({"Configuration": row["label"], "Method": row["method"], "Variant": row["variant"],
                      "F1": f1, "NRMSE": nr, "Gate": "Pass" if passed else "Fail"})
     df = pd.DataFrame(rows)
+    groups = [r.get("group", 0) for r in exp["rows"]]
+    breaks = [i for i in range(1, len(groups)) if groups[i] != groups[i - 1]]
     note = (f"Mean over {len(exp['datasets'])} datasets; gate: mean F1 >= {gate['f1']} and "
             f"mean NRMSE <= {gate['nrmse']} (published HERMES means).")
     return Table("ablation", "Systematic simplification ablations",
-                 [Panel("", df, {"F1": "metric", "NRMSE": "metric"}, {"F1": "max", "NRMSE": "min"})], note)
+                 [Panel("", df, {"F1": "metric", "NRMSE": "metric"}, {"F1": "max", "NRMSE": "min"},
+                        rules_before=breaks)], note)
 
 
 def _rank_columns(df: pd.DataFrame, metric_cols: list[tuple[str, str]]) -> pd.Series:
@@ -335,7 +361,8 @@ def _causal_panel(spec: dict, scores: dict, datasets: list[str], title: str) -> 
     rows.append(weighted)
     df = pd.DataFrame(rows)
     cols = [_method_label(spec, m, v) for m, v in methods]
-    return Panel(title, df, {c: "pct" for c in df.columns if c != "Dataset"}, row_best=(cols, "min"))
+    return Panel(title, df, {c: "pct" for c in df.columns if c != "Dataset"}, row_best=(cols, "min"),
+                 rules_before=[len(df) - 1])
 
 
 def rate_grid_panel(spec: dict, scores: dict) -> Panel:
@@ -383,7 +410,8 @@ def table_tau_sensitivity(spec: dict, scores: dict) -> Table:
         df = pd.DataFrame(rows)
         mean = {"Dataset": "Mean"} | {t: df[t].mean() for t in taus}
         df = pd.concat([df, pd.DataFrame([mean])], ignore_index=True)
-        panels.append(Panel(title, df, {t: "metric" for t in taus}, row_best=(taus, how)))
+        panels.append(Panel(title, df, {t: "metric" for t in taus}, row_best=(taus, how),
+                            rules_before=[len(df) - 1]))
     return Table("tau_sensitivity", "Decode-threshold sensitivity", panels)
 
 
@@ -427,10 +455,12 @@ def table_large_results(spec: dict, scores: dict) -> Table:
                       "NRMSE": grp["NRMSE"].mean(),
                       "Time (ms)": float(np.exp(np.log(grp["Time (ms)"].clip(lower=1e-6)).mean())),
                       "Backend": "", "Device": ""})
+    first_mean = len(df)
     df = pd.concat([df, pd.DataFrame(means)], ignore_index=True)
     return Table("large_results", "Large-graph results (time: fit-inference-decode interval)",
                  [Panel("", df, {"F1": "metric", "NRMSE": "metric", "Time (ms)": "ms"},
-                        {"F1": "max", "NRMSE": "min", "Time (ms)": "min"}, best_by=["Graph", "Model"])],
+                        {"F1": "max", "NRMSE": "min", "Time (ms)": "min"}, best_by=["Graph", "Model"],
+                        rules_before=[first_mean])],
                  "Quality means are arithmetic, time means geometric.")
 
 
