@@ -247,26 +247,37 @@ def states_from_hitting_times(t_inf, t_rec, out):
 
 
 @numba.njit(parallel=True, cache=True)
-def _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r):
-    # Vertex x candidate layout: each arc reads one contiguous row of the
-    # source's candidates; the fused update writes u's next infected marginals
-    # to a second buffer (see _pressure_and_update).
+def _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_r, keep, keep_next):
+    # Vertex x candidate layout. ``keep[v, c] = 1 - beta_i[c] * f_i[v, c]`` is
+    # formed once per vertex and step, so the arc loop is a pure product over
+    # contiguous rows (the same float64 operations as forming it per arc, so
+    # the result is bit-identical). Neighbours read only ``keep``; each vertex
+    # advances its own marginals in place and writes its next factor to a
+    # second buffer, so no thread reads a value another already advanced.
     n = indptr.shape[0] - 1
     n_cand = beta_i.shape[0]
     for u in prange(n):
-        acc = f_i_next[u]  # reuse the output row as the product accumulator
+        acc = keep_next[u]  # reuse the output row as the product accumulator
         for c in range(n_cand):
             acc[c] = 1.0
         for e in range(indptr[u], indptr[u + 1]):
-            row = f_i[indices[e]]
+            row = keep[indices[e]]
             for c in range(n_cand):
-                acc[c] *= 1.0 - beta_i[c] * row[c]
+                acc[c] *= row[c]
         for c in range(n_cand):
             rho = acc[c]
             k = f_i[u, c] + f_s[u, c] * (1.0 - rho)
             f_s[u, c] = f_s[u, c] * rho
-            acc[c] = k * (1.0 - beta_r[c])
+            f_i[u, c] = k * (1.0 - beta_r[c])
             f_r[u, c] = f_r[u, c] + k * beta_r[c]
+            acc[c] = 1.0 - beta_i[c] * f_i[u, c]
+
+
+@numba.njit(parallel=True, cache=True)
+def _batch_keep(beta_i, f_i, keep):
+    for u in prange(f_i.shape[0]):
+        for c in range(beta_i.shape[0]):
+            keep[u, c] = 1.0 - beta_i[c] * f_i[u, c]
 
 
 @numba.njit(cache=True)
@@ -300,8 +311,9 @@ def segmented_loglik(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_s
     n_cand = beta_i.shape[0]
     f_s = np.full((n, n_cand), prior[0])
     f_i = np.full((n, n_cand), prior[1])
-    f_i_next = np.empty((n, n_cand))
     f_r = np.full((n, n_cand), prior[2])
+    keep = np.empty((n, n_cand))
+    keep_next = np.empty((n, n_cand))
     ll = np.zeros(n_cand)
     last_obs = -1
     for t in range(T + 1):
@@ -312,6 +324,8 @@ def segmented_loglik(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_s
             _batch_score_and_reset(obs_states[obs_index[t]], f_s, f_i, f_r, ll)
         if t == last_obs:
             break
-        _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r)
-        f_i, f_i_next = f_i_next, f_i
+        if t == 0 or obs_index[t] >= 0:  # marginals were (re)set: rebuild the factors
+            _batch_keep(beta_i, f_i, keep)
+        _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_r, keep, keep_next)
+        keep, keep_next = keep_next, keep
     return ll
