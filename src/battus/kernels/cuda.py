@@ -224,14 +224,11 @@ def _log_sum_lane(indices, f_i, g, lane, beta, lo, hi):
 
 @cuda.jit
 def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_verts,
-                     hub_start, hub_end, partial, n_thread_blocks, n_warp_blocks, update, beta_r,
-                     f_s, f_i_next, gather_id, obs_row, reset):
+                     hub_start, hub_end, partial, n_thread_blocks, n_warp_blocks):
     """Degree-binned pressure: blocks [0, a) thread bin, [a, b) warp bin, [b, ...) hub chunks.
 
     Each block takes one branch as a whole, so the barriers inside are uniform.
     ``beta_i`` is float32: every term is a float32 log1p, the sum is float64.
-    With ``update`` thread- and warp-bin vertices also take their step at once
-    (fI double buffered); hubs step in :func:`_finish_hubs`.
     """
     sm = cuda.shared.array(BLOCK, dtype=np.float64)
     tid = cuda.threadIdx.x
@@ -241,10 +238,7 @@ def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_v
         k = block * bdim + tid
         if k < thread_verts.shape[0]:
             u = thread_verts[k]
-            lg = _log_sum(indices, f_i, beta_i, indptr[u], indptr[u + 1], 1)
-            log_rho[u] = lg
-            if update:
-                _advance(u, lg, beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset)
+            log_rho[u] = _log_sum(indices, f_i, beta_i, indptr[u], indptr[u + 1], 1)
         return
     block -= n_thread_blocks
     if block < n_warp_blocks:
@@ -260,10 +254,7 @@ def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_v
                 acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
                 offset //= 2
             if lane == 0 and k < warp_verts.shape[0]:
-                u = warp_verts[k]
-                log_rho[u] = acc
-                if update:
-                    _advance(u, acc, beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset)
+                log_rho[warp_verts[k]] = acc
             return
         sm[tid] = acc
         cuda.syncthreads()
@@ -274,10 +265,7 @@ def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_v
             cuda.syncthreads()
             width //= 2
         if lane == 0 and k < warp_verts.shape[0]:
-            u = warp_verts[k]
-            log_rho[u] = sm[tid]
-            if update:
-                _advance(u, sm[tid], beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset)
+            log_rho[warp_verts[k]] = sm[tid]
         return
     chunk = block - n_warp_blocks
     acc = _log_sum(indices, f_i, beta_i, hub_start[chunk] + tid, hub_end[chunk], bdim)
@@ -307,17 +295,38 @@ def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_v
         partial[chunk] = sm[0]
 
 
-@cuda.jit(device=True)
-def _advance(u, lg, beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset):
-    """Frame t -> t+1 of Eq. 3 for vertex u from its float64 log-pressure ``lg``.
+@cuda.jit
+def _uniform_pressure(indptr, beta_i, p_inf, log_rho):
+    """Frame 0: every marginal equals the prior, so L[0, u] = deg(u) * log1p(-beta p)."""
+    u = cuda.grid(1)
+    if u < log_rho.shape[0]:
+        term = math.log1p(-beta_i * p_inf)  # the float32 term the gather kernels would add
+        log_rho[u] = (indptr[u + 1] - indptr[u]) * np.float64(term)
 
-    f_i (read by the neighbours' gathers during this step) and f_i_next are in
-    gather order (see CUDABackend.prepare); f_s is u's own. With ``reset``
-    frame t is observed: its pressure was already taken from the propagated
-    marginals (the snapshot is scored first), and u restarts from the
-    snapshot before the step, as in the CPU backend.
+
+@cuda.jit
+def _finish_hubs(hub_verts, hub_ptr, partial, log_rho):
+    """Sum each hub's chunk partials in chunk order (deterministic)."""
+    h = cuda.grid(1)
+    if h < hub_verts.shape[0]:
+        acc = 0.0
+        for c in range(hub_ptr[h], hub_ptr[h + 1]):
+            acc += partial[c]
+        log_rho[hub_verts[h]] = acc
+
+
+@cuda.jit
+def _mean_field_update(log_rho, beta_r, f_s, f_i, gather_id, obs_row, reset):
+    """Frame t -> t+1 of Eq. 3 from L = log rho of frame t.
+
+    With ``reset`` frame t is observed: its pressure was already taken from the
+    propagated marginals (the snapshot is scored first), and u's own state
+    restarts from the snapshot before the step, as in the CPU backend.
     """
-    w = gather_id[u]
+    u = cuda.grid(1)
+    if u >= f_s.shape[0]:
+        return
+    w = gather_id[u]  # f_i is stored in gather order (see CUDABackend.prepare)
     if reset:
         s = obs_row[u]
         fs = 1.0 if s == 0 else 0.0
@@ -325,44 +334,10 @@ def _advance(u, lg, beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset):
     else:
         fs = np.float64(f_s[u])
         fi = np.float64(f_i[w])
+    lg = np.float64(log_rho[u])
     k = fi + fs * -math.expm1(lg)
     f_s[u] = fs * math.exp(lg)
-    f_i_next[w] = k * (1.0 - beta_r)
-
-
-@cuda.jit
-def _uniform_pressure(indptr, beta_i, p_inf, log_rho, beta_r, f_s, f_i, f_i_next, gather_id,
-                      obs_row, reset):
-    """Frame 0: every marginal equals the prior, so L[0, u] = deg(u) * log1p(-beta p); then step."""
-    u = cuda.grid(1)
-    if u < log_rho.shape[0]:
-        term = math.log1p(-beta_i * p_inf)  # the float32 term the gather kernels would add
-        lg = (indptr[u + 1] - indptr[u]) * np.float64(term)
-        log_rho[u] = lg
-        _advance(u, lg, beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset)
-
-
-@cuda.jit
-def _finish_hubs(hub_verts, hub_ptr, partial, log_rho, update, beta_r, f_s, f_i, f_i_next,
-                 gather_id, obs_row, reset):
-    """Sum each hub's chunk partials in chunk order (deterministic), then step the hub."""
-    h = cuda.grid(1)
-    if h < hub_verts.shape[0]:
-        acc = 0.0
-        for c in range(hub_ptr[h], hub_ptr[h + 1]):
-            acc += partial[c]
-        u = hub_verts[h]
-        log_rho[u] = acc
-        if update:
-            _advance(u, acc, beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset)
-
-
-@cuda.jit
-def _mean_field_update(log_rho, beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset):
-    """Separate update launch, used after the thread-per-vertex reference kernel."""
-    u = cuda.grid(1)
-    if u < f_s.shape[0]:
-        _advance(u, np.float64(log_rho[u]), beta_r, f_s, f_i, f_i_next, gather_id, obs_row, reset)
+    f_i[w] = k * (1.0 - beta_r)
 
 
 # ----------------------------------------------------------------------------
@@ -1000,19 +975,12 @@ class CUDABackend:
 
     # -- mean-field pressures
 
-    def _pressure_step(self, prep: CUDAPrepared, f_i, beta32, log_rho_t, step=None) -> None:
-        """One pull step; with ``step = (f_i_next, f_s, beta_r, obs_row, reset)`` every
-        vertex also advances to the next frame (fused into the pull kernels)."""
+    def _pressure_step(self, prep: CUDAPrepared, f_i, beta32, log_rho_t) -> None:
         n = prep.n
         tpb = self.threads
-        update = step is not None
-        f_i_next, f_s, beta_r, obs_row, reset = step if update else (f_i, f_i, 0.0, prep.obs_states[0], False)
         if self.kernel == "thread":
             _pressure_thread[_blocks(n, tpb), tpb](prep.indptr, prep.gather_indices, f_i, beta32,
                                                    log_rho_t)
-            if update:
-                _mean_field_update[_blocks(n, tpb), tpb](log_rho_t, beta_r, f_s, f_i, f_i_next,
-                                                         prep.gather_id, obs_row, reset)
             return
         b = prep.bins
         grid = b["n_thread_blocks"] + b["n_warp_blocks"] + b["n_hub_chunks"]
@@ -1020,44 +988,41 @@ class CUDABackend:
             _pressure_binned[grid, tpb](
                 prep.indptr, prep.gather_indices, f_i, beta32, log_rho_t, b["thread_verts"],
                 b["warp_verts"], b["hub_start"], b["hub_end"], b["partial"],
-                b["n_thread_blocks"], b["n_warp_blocks"], update, beta_r, f_s, f_i_next,
-                prep.gather_id, obs_row, reset,
+                b["n_thread_blocks"], b["n_warp_blocks"],
             )
         if b["n_hubs"]:
-            _finish_hubs[_blocks(b["n_hubs"], tpb), tpb](
-                b["hub_verts"], b["hub_ptr"], b["partial"], log_rho_t, update, beta_r, f_s, f_i,
-                f_i_next, prep.gather_id, obs_row, reset,
-            )
+            _finish_hubs[_blocks(b["n_hubs"], tpb), tpb](b["hub_verts"], b["hub_ptr"], b["partial"],
+                                                         log_rho_t)
 
     def pressures(self, prep: CUDAPrepared, prior, beta_i: float, beta_r: float,
                   reset: bool) -> DevicePressures:
-        """Mean-field recursion (Eq. 3) keeping every frame's log-pressure on the device."""
+        """Mean-field recursion (Eq. 3) keeping every frame's log-pressure on the device.
+
+        The update stays a separate launch: fusing it into the pull kernels
+        (commit 0bb21a6) made the Orkut-sized Battus-Z run 118.8 ms instead of
+        100.7 ms on an H100 (the inlined float64 update raised the pull
+        kernel's register use even on steps without it).
+        """
         n, T = prep.n, prep.T
         tpb = self.threads
         grid = _blocks(n, tpb)
         prior = np.asarray(prior, dtype=np.float64)
         log_rho = self._alloc((T + 1, n), np.float32)
         f_s = self._alloc(n, np.float32)
-        f_i = self._alloc(n, np.float32)  # gathered marginals, double buffered
-        f_i_next = self._alloc(n, np.float32)
+        f_i = self._alloc(n, np.float32)
         obs_index = prep.host_obs_index
         _fill_state[grid, tpb](np.float32(prior[0]), np.float32(prior[1]), f_s, f_i)
         beta32 = np.float32(beta_i)
-        beta_r = float(beta_r)
         for t in range(T + 1):
-            if t == T:
-                self._pressure_step(prep, f_i, beta32, log_rho[t])
-                break
-            do_reset = bool(reset and obs_index[t] >= 0)
-            row = prep.obs_states[obs_index[t]] if do_reset else prep.obs_states[0]
             if t == 0:  # the pressure of frame 0 always comes from the uniform prior
-                _uniform_pressure[grid, tpb](prep.indptr, beta32, np.float32(prior[1]), log_rho[0],
-                                             beta_r, f_s, f_i, f_i_next, prep.gather_id, row,
-                                             do_reset)
+                _uniform_pressure[grid, tpb](prep.indptr, beta32, np.float32(prior[1]), log_rho[0])
             else:
-                self._pressure_step(prep, f_i, beta32, log_rho[t],
-                                    (f_i_next, f_s, beta_r, row, do_reset))
-            f_i, f_i_next = f_i_next, f_i
+                self._pressure_step(prep, f_i, beta32, log_rho[t])
+            if t < T:
+                do_reset = bool(reset and obs_index[t] >= 0)
+                row = prep.obs_states[obs_index[t]] if do_reset else prep.obs_states[0]
+                _mean_field_update[grid, tpb](log_rho[t], float(beta_r), f_s, f_i, prep.gather_id, row,
+                                              do_reset)
         return DevicePressures(log_rho)
 
     def posteriors(self, prep: CUDAPrepared, rho: DevicePressures, prior, beta_r: float,
