@@ -106,6 +106,9 @@ rule simulate:
         beta_r=lambda wc: DATASETS[wc.dataset]["beta_r"],
         seed=lambda wc: DATASETS[wc.dataset]["seed"],
         backend=lambda wc: DATASETS[wc.dataset]["sim_backend"],
+        same_step_recovery=lambda wc: DATASETS[wc.dataset].get(
+            "same_step_recovery", False
+        ),
         schedule=lambda wc: DATASETS[wc.dataset]["schedule"],
     script:
         "../workflow_scripts/simulate.py"

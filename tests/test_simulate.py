@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from battus.graph import from_arcs
 from battus.simulate import simulate
@@ -35,17 +36,18 @@ def test_seeded_bit_identical_and_seed_sensitive():
     assert not np.array_equal(a, c)
 
 
-def test_transmission_recovery_and_compounding_law():
+@pytest.mark.parametrize("same_step_recovery", [False, True])
+def test_transmission_recovery_and_compounding_law(same_step_recovery):
     # Disjoint groups of 4 sources -> 1 target; half the vertices start infected.
     # A susceptible target with j infected sources escapes with (1 - beta_i)^j;
-    # an infected one is already recovered after one step with beta_r (a newly
-    # infected vertex may recover in the same step).
+    # a vertex infected before the step recovers with beta_r; one infected
+    # during the step recovers at once with beta_r only with same_step_recovery.
     groups, k, beta_i, beta_r = 12000, 4, 0.2, 0.25
     sources = np.arange(groups * k)
     targets = groups * k + np.repeat(np.arange(groups), k)
     n = groups * (k + 1)
     graph = from_arcs(sources, targets, directed=True, n=n)
-    s = simulate(graph, "sir", 1, n // 2, beta_i, beta_r, seed=3)
+    s = simulate(graph, "sir", 1, n // 2, beta_i, beta_r, seed=3, same_step_recovery=same_step_recovery)
     infected_sources = (s[0, : groups * k] == 1).reshape(groups, k).sum(axis=1)
     target_before = s[0, groups * k:]
     target_after = s[1, groups * k:]
@@ -58,6 +60,23 @@ def test_transmission_recovery_and_compounding_law():
         assert abs(escaped - expected) <= 5 * sd + 1e-12, (j, escaped, expected)
         if j > 0:
             newly = target_after[sel] >= 1
-            assert abs(np.mean(target_after[sel][newly] == 2) - beta_r) < 5 * np.sqrt(0.19 / newly.sum())
+            recovered_at_once = np.mean(target_after[sel][newly] == 2)
+            if same_step_recovery:
+                assert abs(recovered_at_once - beta_r) < 5 * np.sqrt(0.19 / newly.sum())
+            else:
+                assert recovered_at_once == 0.0
     was_infected = s[0] == 1
     assert abs(np.mean(s[1][was_infected] == 2) - beta_r) < 5 * np.sqrt(0.19 / was_infected.sum())
+
+
+def test_default_has_no_same_step_recovery_like_the_benchmark(canonical):
+    # The canonical SIR exports never jump S -> R within one step; neither does
+    # the default simulator (the option exists for the Eq. 2 process).
+    for name in ("ba-sir", "er-sir", "oregon2-sir", "prost-sir", "covid-sir", "heb-sir"):
+        truth = canonical[name].truth
+        assert not np.any((truth[1:] == 2) & (truth[:-1] == 0)), name
+    graph = canonical["ba-sir"].graph
+    ours = simulate(graph, "sir", 10, 50, 0.2, 0.3, seed=123456789)
+    assert not np.any((ours[1:] == 2) & (ours[:-1] == 0))
+    jumps = simulate(graph, "sir", 10, 50, 0.2, 0.3, seed=123456789, same_step_recovery=True)
+    assert np.any((jumps[1:] == 2) & (jumps[:-1] == 0))

@@ -19,12 +19,13 @@ p = sm.params
 graph = read_graph(sm.input[0])
 times = schedule_times(p.T, p.schedule)
 kwargs = {"backend": p.backend} if p.backend != "cpu" else {}
-truth = simulate(graph, p.model, p.T, p.n0, p.beta_i, p.beta_r, seed=p.seed, **kwargs)
+truth = simulate(graph, p.model, p.T, p.n0, p.beta_i, p.beta_r, seed=p.seed,
+                 same_step_recovery=p.same_step_recovery, **kwargs)
 problem = Problem(graph=graph, model=p.model, T=p.T, n0=p.n0, observations=observe(truth, times), truth=truth,
                   name=sm.wildcards.dataset)
 prov = provenance(stage="simulate", graph=sm.input[0], graph_sha256=sha256_file(sm.input[0]), model=p.model,
                   T=p.T, n0=p.n0, beta_i=p.beta_i, beta_r=p.beta_r, seed=p.seed, backend=p.backend,
-                  schedule=times.tolist())
+                  same_step_recovery=p.same_step_recovery, schedule=times.tolist())
 write_history(sm.output[0], problem, prov)
 final = truth[-1]
 log.info("%s: %s on n=%d, final S/I/R = %d/%d/%d", sm.wildcards.dataset, p.model.upper(), graph.n,

@@ -83,13 +83,15 @@ def cmd_simulate(args: argparse.Namespace) -> None:
     graph = read_graph(args.graph)
     times = schedule_times(args.T, args.schedule)
     kwargs = {"backend": args.backend} if args.backend != "cpu" else {}
-    truth = simulate(graph, args.model, args.T, args.n0, args.beta_i, args.beta_r, seed=args.seed, **kwargs)
+    truth = simulate(graph, args.model, args.T, args.n0, args.beta_i, args.beta_r, seed=args.seed,
+                     same_step_recovery=args.same_step_recovery, **kwargs)
     problem = Problem(graph=graph, model=args.model, T=args.T, n0=args.n0,
                       observations=observe(truth, times), truth=truth,
                       name=args.name or Path(args.out).stem)
     prov = provenance(stage="simulate", graph=str(args.graph), graph_sha256=sha256_file(args.graph),
                       model=args.model, T=args.T, n0=args.n0, beta_i=args.beta_i, beta_r=args.beta_r,
-                      seed=args.seed, backend=args.backend, schedule=times.tolist())
+                      seed=args.seed, backend=args.backend, same_step_recovery=args.same_step_recovery,
+                      schedule=times.tolist())
     write_history(args.out, problem, prov)
     final = truth[-1]
     _say(args.quiet)(f"simulated {args.model.upper()} on n={graph.n}: final S/I/R = "
@@ -267,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beta-i", type=_rate, default=0.1, help="infection rate per arc (default: 0.1)")
     p.add_argument("--beta-r", type=_rate, default=0.1, help="recovery rate, SIR only (default: 0.1)")
     p.add_argument("--seed", type=int, default=123456789, help="random seed (default: 123456789)")
+    p.add_argument("--same-step-recovery", action="store_true",
+                   help="let a vertex infected in a step recover in that same step (the Eq. 2 process); "
+                        "off by default, as in the benchmark's and the paper's generated histories")
     p.add_argument("--backend", default="cpu", choices=["auto", "cpu", "cuda"], help="where to simulate")
     p.add_argument("--name", help="dataset name stored in the file")
     _add_schedule(p)
