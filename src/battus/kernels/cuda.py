@@ -35,10 +35,15 @@ the float64 CPU backend. Grid generation, arg-max and bound refinement run on
 the device; the host reads the trace once at the end.
 
 Device memory (bytes, n vertices, m arcs, T+1 frames, K observed frames):
-``8(n+1) + 4m`` CSR, ``K n`` observations, ``~12 n + 24 (m / hub_chunk)`` bins,
-``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors, ``16 n`` hitting times,
-``8 n`` state; fitting adds ``G * 32 * n * 16`` (float32 state of G groups per
-pass, G = ceil(chunk / 32)) plus ``G * 32 * 8`` per split work item.
+``8(n+1) + 4m`` CSR, ``4m + 4n`` the same CSR in gather order, ``K n``
+observations, ``~12 n + 24 (m / hub_chunk)`` bins, ``28 (n + m / item_arcs)``
+fitting work items, ``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors,
+``16 n`` hitting times, ``8 n`` state: O(m + T n). Fitting adds
+``G * 32 * n * 16`` (float32 state of G groups per pass, G = ceil(chunk / 32))
+and ``32 * n * 32`` (the float64 re-score group), plus ``G * 32 * 8`` per
+split work item. Measured peaks (H100, docs/benchmarks.md): 3.85 GiB for
+Battus-Z and 7.81 GiB for fitted Battus SIR on an Orkut-sized graph
+(n = 3.07 M, m = 234 M, T = 40).
 """
 
 from __future__ import annotations
@@ -112,7 +117,7 @@ def _uniform(seed, stream, step, index):
 
 
 @cuda.jit
-def _sir_step(indptr, indices, states, t, beta_i, beta_r, seed):
+def _sir_step(indptr, indices, states, t, beta_i, beta_r, seed, same_step_recovery):
     """Frame t -> t+1 of the (T+1, n) history; thread per vertex (see battus.simulate)."""
     u = cuda.grid(1)
     if u >= indptr.shape[0] - 1:
@@ -128,7 +133,7 @@ def _sir_step(indptr, indices, states, t, beta_i, beta_r, seed):
     if s == 2:
         states[t + 1, u] = 2
     elif infected:
-        if _uniform(seed, STREAM_RECOVERY, t, u) < beta_r:
+        if (s == 1 or same_step_recovery) and _uniform(seed, STREAM_RECOVERY, t, u) < beta_r:
             states[t + 1, u] = 2
         else:
             states[t + 1, u] = 1
@@ -1220,7 +1225,7 @@ def _gather_ll(ll, top_idx, n_top, pol_ll):
 
 
 def simulate(indptr: np.ndarray, indices: np.ndarray, initial: np.ndarray, T: int, beta_i: float,
-             beta_r: float, seed: int) -> np.ndarray:
+             beta_r: float, seed: int, same_step_recovery: bool = False) -> np.ndarray:
     """(T+1, n) uint8 history on the device; bit-identical to the CPU simulator for a seed."""
     n = indptr.shape[0] - 1
     states = np.zeros((T + 1, n), dtype=np.uint8)
@@ -1231,5 +1236,5 @@ def simulate(indptr: np.ndarray, indices: np.ndarray, initial: np.ndarray, T: in
     tpb = WARP if _simulated() else BLOCK
     for t in range(T):
         _sir_step[_blocks(n, tpb), tpb](d_indptr, d_indices, d_states, t, float(beta_i),
-                                        float(beta_r), np.uint64(seed))
+                                        float(beta_r), np.uint64(seed), bool(same_step_recovery))
     return d_states.copy_to_host()
