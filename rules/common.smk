@@ -405,6 +405,7 @@ FIGURE_RUNS = {
     "tau_curves": runs_tau() or None,
     "rate_grid_heatmaps": runs_rate_grid() or None,
     "canonical_bars": runs_canonical() or None,
+    "cv_vs_f1": runs_canonical() or None,
     "timing": (runs_canonical() + runs_large()) or None,
     "history_drawing": None,
 }
@@ -448,6 +449,7 @@ TABLE_EXPERIMENTS = {
     "tau_curves": ["tau"],
     "rate_grid_heatmaps": ["rate_grid"],
     "canonical_bars": ["canonical"],
+    "cv_vs_f1": ["canonical"],
     "timing": ["canonical", "large"],
     "history_drawing": ["canonical"],
 }

@@ -68,6 +68,29 @@ rule figure_canonical_bars:
         "../workflow_scripts/make_figure.py"
 
 
+rule figure_cv_vs_f1:
+    input:
+        scores=score_files(table_runs("cv_vs_f1")),
+        published=config["published"]["hermes_table2"],
+    output:
+        report(
+            f"{OUT}/report/figures/cv_vs_f1.png",
+            caption="../reports/cv_vs_f1.rst",
+            category="Figures",
+            labels={"figure": "cv_vs_f1"},
+        ),
+    log:
+        f"{OUT}/logs/figures/cv_vs_f1.log",
+    conda:
+        "../envs/battus.yaml"
+    params:
+        figure="cv_vs_f1",
+        runs=table_runs("cv_vs_f1"),
+        spec=lambda wc: table_spec("cv_vs_f1"),
+    script:
+        "../workflow_scripts/make_figure.py"
+
+
 rule figure_timing:
     input:
         scores=score_files(table_runs("timing")),

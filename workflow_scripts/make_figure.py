@@ -24,6 +24,8 @@ else:
         report.figure_rate_grid(spec, scores, out)
     elif name == "canonical_bars":
         report.figure_canonical_bars(spec, scores, published, out)
+    elif name == "cv_vs_f1":
+        report.figure_cv_vs_f1(spec, scores, published, out)
     elif name == "timing":
         report.figure_timing(spec, scores, sm.params.runs, out)
     else:
