@@ -156,6 +156,37 @@ def pressure_step_times(graph, backend_cls, repeats: int = 20) -> dict:
     return out
 
 
+def sweep_bins(preset: str, seed: int, repeats: int, log) -> list:
+    """Battus-Z SIR time for several degree-bin settings of the CUDA backend."""
+    from battus.infer import method_options
+    from battus.kernels.cuda import CUDABackend
+    from battus.problem import Problem, observe, schedule_times
+    from battus.simulate import simulate
+
+    graph, _, _ = make_graph(preset, seed)
+    T = 40
+    truth = simulate(graph, "sir", T, 100, 0.1, 0.1, seed=seed + 1, backend="cuda")
+    problem = Problem(graph, "sir", T, 100, observe(truth, schedule_times(T)), truth)
+    options = method_options("battus-z")
+    rows = []
+    for warp_min in (16, 32):
+        for hub_min in (512, 1024, 4096):
+            for hub_chunk in (2048, 8192):
+                backend = CUDABackend(warp_min_degree=warp_min, hub_min_degree=hub_min,
+                                      hub_chunk=hub_chunk)
+                backend.warm_up()
+                prep = backend.prepare(problem)
+                run_algorithm(backend, prep, problem, options)
+                samples = [run_algorithm(backend, prep, problem, options)[0] for _ in range(repeats)]
+                row = {"preset": preset, "warp_min_degree": warp_min, "hub_min_degree": hub_min,
+                       "hub_chunk": hub_chunk, "median_s": statistics.median(samples)}
+                rows.append(row)
+                log(f"  sweep {preset} warp>={warp_min} hub>={hub_min} chunk={hub_chunk}: "
+                    f"{row['median_s'] * 1e3:.2f} ms")
+                del prep, backend
+    return rows
+
+
 def make_graph(preset: str, seed: int):
     from battus.synth import scale_graph
 
@@ -236,6 +267,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--json", default=None, help="write all numbers here")
+    ap.add_argument("--sweep", action="store_true",
+                    help="only time Battus-Z SIR over a grid of degree-bin settings")
     args = ap.parse_args(argv)
 
     from numba import cuda
@@ -246,6 +279,13 @@ def main(argv=None) -> int:
         print(msg, flush=True)
 
     device = CUDABackend().device
+    if args.sweep:
+        log(f"device {device}")
+        rows = [r for preset in args.presets for r in sweep_bins(preset, args.seed, args.repeats, log)]
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"device": device, "sweep": rows}, fh, indent=1)
+        return 0
     copies = copy_bandwidth()
     bandwidth = max(copies.values())
     log(f"device {device}; device-to-device copy (read + write): "
