@@ -604,12 +604,13 @@ def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None, ou
         datasets = exp.get(model, [])
         if not datasets:
             continue
-        truth_pairs = [(_get(scores, d, *exp["methods"][0])["causal"]["truth"][k] for k in ("violations", "events"))
-                       for d in datasets]
+        truths = [_get(scores, d, *exp["methods"][0])["causal"]["truth"] for d in datasets]
+        truth_pairs = [(t["violations"], t["events"]) for t in truths]
         truth_cv = sum(v for v, _ in truth_pairs) / max(1, sum(e for _, e in truth_pairs))
         ax.axvline(100 * truth_cv, color="grey", lw=0.8, ls=":" if model == "si" else "-.")
-        ax.annotate(f"truth {model.upper()}", (100 * truth_cv, 1), xycoords=("data", "axes fraction"),
-                    fontsize=7, rotation=90, va="top", ha="right", color="grey")
+        ax.annotate(f"truth {model.upper()}", (100 * truth_cv, 1.0 if model == "si" else 0.5),
+                    xycoords=("data", "axes fraction"), fontsize=7, rotation=90, va="top", ha="right",
+                    color="grey")
         for k, (m, v) in enumerate(exp["methods"]):
             runs = [_get(scores, d, m, v) for d in datasets]
             violations = sum(r["causal"]["prediction"]["violations"] for r in runs)
