@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +71,12 @@ class CPUBackend:
 
     def synchronize(self) -> None:
         return None
+
+    def start_interval(self) -> float:
+        return time.perf_counter()
+
+    def stop_interval(self, start: float) -> float:
+        return time.perf_counter() - start
 
     def warm_up(self) -> None:
         """Load every kernel (compiled or from Numba's cache) outside the timed interval."""

@@ -49,6 +49,7 @@ Battus-Z and 7.81 GiB for fitted Battus SIR on an Orkut-sized graph
 from __future__ import annotations
 
 import math
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -843,6 +844,23 @@ class CUDABackend:
 
     def synchronize(self) -> None:
         cuda.synchronize()
+
+    def start_interval(self):
+        """Record a CUDA event opening the algorithm interval (device timeline)."""
+        if self.simulated:  # the CUDA simulator has no timing events
+            return time.perf_counter()
+        start = cuda.event(timing=True)
+        start.record()
+        return start
+
+    def stop_interval(self, start) -> float:
+        """Seconds between ``start`` and a closing event, after the device finished."""
+        if self.simulated:
+            return time.perf_counter() - start
+        stop = cuda.event(timing=True)
+        stop.record()
+        stop.synchronize()
+        return cuda.event_elapsed_time(start, stop) / 1e3
 
     def warm_up(self) -> None:
         """Compile every kernel on a tiny problem, outside the timed interval."""
