@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,10 @@ from numba import cuda  # noqa: E402
 
 from ..problem import Problem, segments  # noqa: E402
 from .rng import STREAM_RECOVERY, STREAM_TRANSMISSION  # noqa: E402
+
+# Small graphs and the degree bins of hubs launch few blocks by design; numba-cuda
+# warns on every such launch, which buries a user's progress messages.
+warnings.filterwarnings("ignore", message="Grid size .* will likely result in GPU under-utilization")
 
 
 def _simulated() -> bool:
