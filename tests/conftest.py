@@ -14,7 +14,9 @@ def pytest_configure(config):
     # The CPU test run exercises the CUDA code paths in Numba's CUDA simulator;
     # the GPU test mode (`pytest -m gpu`, on a machine with a GPU) must not.
     # Set before any test module imports numba, which reads it once.
-    if (config.option.markexpr or "").strip() != "gpu":
+    expr = (config.option.markexpr or "").strip()
+    wants_gpu = "gpu" in expr and expr != "not gpu"
+    if not wants_gpu and os.environ.get("BATTUS_GPU_TESTS") != "1":
         os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 SHARED = Path(os.environ.get("BATTUS_SHARED", REPO.parent / "shared"))
 DITTO = SHARED / "data" / "ditto"
