@@ -191,14 +191,10 @@ def _json_default(obj):
 def cmd_info(args: argparse.Namespace) -> None:
     import h5py
 
+    from .io import open_hdf5
+
     path = Path(args.file)
-    if not path.is_file():
-        raise InputError(path, "file", "no such file")
-    try:
-        fh = h5py.File(path, "r")
-    except OSError as exc:
-        raise InputError(path, "file", f"not a readable HDF5 file ({exc})") from None
-    with fh:
+    with open_hdf5(path) as fh:
         print(f"{path}: {fh.attrs.get('format', '?')} v{fh.attrs.get('format_version', '?')}")
         for key, value in sorted(fh.attrs.items()):
             if key in ("format", "format_version"):

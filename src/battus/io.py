@@ -89,14 +89,19 @@ def _write_graph(group: h5py.Group, graph: Graph) -> None:
     group.attrs["meta"] = json.dumps(graph.meta, default=str)
 
 
-def _open(path: str | Path, kind: str) -> h5py.File:
+def open_hdf5(path: str | Path) -> h5py.File:
+    """Open any HDF5 file for reading; a missing or unreadable one is an InputError."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "file", "no such file")
     try:
-        fh = h5py.File(path, "r")
+        return h5py.File(path, "r")
     except OSError as exc:
         raise InputError(path, "file", f"not a readable HDF5 file ({exc})") from None
+
+
+def _open(path: str | Path, kind: str) -> h5py.File:
+    fh = open_hdf5(path)
     found = fh.attrs.get("format")
     if found != kind:
         fh.close()
@@ -168,14 +173,7 @@ def write_graph(path: str | Path, graph: Graph, prov: dict | None = None) -> Non
 
 def read_graph(path: str | Path) -> Graph:
     """Read the graph of a graph, history or prediction-free file."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "file", "no such file")
-    try:
-        fh = h5py.File(path, "r")
-    except OSError as exc:
-        raise InputError(path, "file", f"not a readable HDF5 file ({exc})") from None
-    with fh:
+    with open_hdf5(path) as fh:
         if fh.attrs.get("format") not in (GRAPH_FORMAT, HISTORY_FORMAT):
             raise InputError(path, "format", f"expected a graph or history file, found {fh.attrs.get('format')!r}")
         return _read_graph(fh)

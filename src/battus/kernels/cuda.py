@@ -64,6 +64,7 @@ ensure_numpy_compat()  # before numba.cuda compiles anything
 from numba import cuda  # noqa: E402
 
 from ..problem import Problem, segments  # noqa: E402
+from . import rng as _rng  # noqa: E402
 from .rng import STREAM_RECOVERY, STREAM_TRANSMISSION  # noqa: E402
 
 # Small graphs and the degree bins of hubs launch few blocks by design; numba-cuda
@@ -92,16 +93,11 @@ SCORE_BLOCKS = 264  # fixed block count of the score reduction (2 per H100 SM)
 _LOG_FLOOR = 1e-300
 
 # counter-based RNG constants, identical to battus.kernels.rng
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_STREAM = np.uint64(0xD1B54A32D192ED03)
-_STEP = np.uint64(0x8CB92BA72F3D8DD7)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
-_S30 = np.uint64(30)
-_S27 = np.uint64(27)
-_S31 = np.uint64(31)
-_S11 = np.uint64(11)
-_INV53 = 1.0 / 9007199254740992.0
+# The key-mixing constants are rng.py's, so the device draws equal the host's.
+_GOLDEN, _STREAM, _STEP = _rng._GOLDEN, _rng._STREAM, _rng._STEP
+_MIX1, _MIX2 = _rng._MIX1, _rng._MIX2
+_S30, _S27, _S31, _S11 = _rng._S30, _rng._S27, _rng._S31, _rng._S11
+_INV53 = _rng._INV53
 
 
 # ----------------------------------------------------------------------------
