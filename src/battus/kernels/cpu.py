@@ -15,17 +15,6 @@ _LOG_FLOOR = 1e-300
 
 
 @numba.njit(parallel=True, cache=True)
-def pressure(indptr, indices, f_inf, beta_i, out):
-    """out[u] = prod over in-neighbours v of (1 - beta_i * f_inf[v])."""
-    n = indptr.shape[0] - 1
-    for u in prange(n):
-        acc = 1.0
-        for e in range(indptr[u], indptr[u + 1]):
-            acc *= 1.0 - beta_i * f_inf[indices[e]]
-        out[u] = acc
-
-
-@numba.njit(parallel=True, cache=True)
 def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, rho_out, update, observed):
     # Fused step: vertex u's pressure reads the neighbours' current infected
     # marginals (f_i), and u's own next state goes to a second buffer
