@@ -192,34 +192,43 @@ def map_hitting_times(gamma, with_recovery, t_inf, t_rec):
         t_rec[u] = tr
 
 
+def project_vertex_py(obs_times, obs_states, u, ti, tr):
+    """Vertex u's hitting times clipped to agree with every observed snapshot.
+
+    A plain function compiled by both backends (``njit`` here, a CUDA device
+    function in :mod:`battus.kernels.cuda`), so the rule exists once.
+    """
+    lo_i = 0
+    lo_r = 0
+    hi_i = 1 << 60
+    hi_r = 1 << 60
+    for k in range(obs_times.shape[0]):
+        t = obs_times[k]
+        s = obs_states[k, u]
+        if s == 0:
+            lo_i = max(lo_i, t + 1)
+            lo_r = max(lo_r, t + 1)
+        elif s == 1:
+            hi_i = min(hi_i, t)
+            lo_r = max(lo_r, t + 1)
+        else:
+            hi_i = min(hi_i, t)
+            hi_r = min(hi_r, t)
+    ti = min(max(ti, lo_i), hi_i)
+    tr = min(max(tr, lo_r), hi_r)
+    if tr < ti:
+        tr = ti
+    return ti, tr
+
+
+_project_vertex = numba.njit(cache=True, inline="always")(project_vertex_py)
+
+
 @numba.njit(parallel=True, cache=True)
 def project_hitting_times(obs_times, obs_states, t_inf, t_rec):
     """Clip hitting times so the decoded history equals every observed snapshot."""
-    n = t_inf.shape[0]
-    n_obs = obs_times.shape[0]
-    for u in prange(n):
-        lo_i = 0
-        lo_r = 0
-        hi_i = 1 << 60
-        hi_r = 1 << 60
-        for k in range(n_obs):
-            t = obs_times[k]
-            s = obs_states[k, u]
-            if s == 0:
-                lo_i = max(lo_i, t + 1)
-                lo_r = max(lo_r, t + 1)
-            elif s == 1:
-                hi_i = min(hi_i, t)
-                lo_r = max(lo_r, t + 1)
-            else:
-                hi_i = min(hi_i, t)
-                hi_r = min(hi_r, t)
-        ti = min(max(t_inf[u], lo_i), hi_i)
-        tr = min(max(t_rec[u], lo_r), hi_r)
-        if tr < ti:
-            tr = ti
-        t_inf[u] = ti
-        t_rec[u] = tr
+    for u in prange(t_inf.shape[0]):
+        t_inf[u], t_rec[u] = _project_vertex(obs_times, obs_states, u, t_inf[u], t_rec[u])
 
 
 @numba.njit(parallel=True, cache=True)

@@ -63,7 +63,9 @@ ensure_numpy_compat()  # before numba.cuda compiles anything
 
 from numba import cuda  # noqa: E402
 
+from ..backends import Prepared  # noqa: E402
 from ..problem import Problem, segments  # noqa: E402
+from . import cpu as _cpu  # noqa: E402
 from . import rng as _rng  # noqa: E402
 from .rng import STREAM_RECOVERY, STREAM_TRANSMISSION  # noqa: E402
 
@@ -473,31 +475,15 @@ def _map_hitting_times(gamma, with_recovery, t_inf, t_rec):
     t_rec[u] = tr
 
 
+_project_vertex = cuda.jit(device=True)(_cpu.project_vertex_py)
+
+
 @cuda.jit
 def _project_hitting_times(obs_times, obs_states, t_inf, t_rec):
     u = cuda.grid(1)
     if u >= t_inf.shape[0]:
         return
-    lo_i = 0
-    lo_r = 0
-    hi_i = 1 << 60
-    hi_r = 1 << 60
-    for k in range(obs_times.shape[0]):
-        t = obs_times[k]
-        s = obs_states[k, u]
-        if s == 0:
-            lo_i = max(lo_i, t + 1)
-            lo_r = max(lo_r, t + 1)
-        elif s == 1:
-            hi_i = min(hi_i, t)
-            lo_r = max(lo_r, t + 1)
-        else:
-            hi_i = min(hi_i, t)
-            hi_r = min(hi_r, t)
-    ti = min(max(t_inf[u], lo_i), hi_i)
-    tr = min(max(t_rec[u], lo_r), hi_r)
-    if tr < ti:
-        tr = ti
+    ti, tr = _project_vertex(obs_times, obs_states, u, t_inf[u], t_rec[u])
     t_inf[u] = ti
     t_rec[u] = tr
 
@@ -527,6 +513,16 @@ def _batch_fill(prior, f_s, f_i, f_r):
     f_r[g, v, lane] = prior[2]
 
 
+@cuda.jit(device=True)
+def _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, u, lane, log_rho, br):
+    """Eq. 3 for vertex u and one candidate lane, from its float64 log-pressure."""
+    fs = np.float64(f_s[g, u, lane])
+    k = np.float64(f_i_cur[g, u, lane]) + fs * -math.expm1(log_rho)
+    f_s[g, u, lane] = fs * math.exp(log_rho)
+    f_i_next[g, u, lane] = k * (1.0 - br)
+    f_r[g, u, lane] = np.float64(f_r[g, u, lane]) + k * br
+
+
 @cuda.jit
 def _batch_pressure(indices, item_vertex, item_start, item_end, item_slot, f_i_cur, f_i_next,
                     f_s, f_r, beta_gather, beta_r, c0, n_cand, partial):
@@ -551,13 +547,7 @@ def _batch_pressure(indices, item_vertex, item_start, item_end, item_slot, f_i_c
     if slot >= 0:
         partial[slot, g, lane] = acc
         return
-    u = item_vertex[item]
-    br = beta_r[c0 + c]
-    fs = np.float64(f_s[g, u, lane])
-    k = np.float64(f_i_cur[g, u, lane]) + fs * -math.expm1(acc)
-    f_s[g, u, lane] = fs * math.exp(acc)
-    f_i_next[g, u, lane] = k * (1.0 - br)
-    f_r[g, u, lane] = np.float64(f_r[g, u, lane]) + k * br
+    _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, item_vertex[item], lane, acc, beta_r[c0 + c])
 
 
 @cuda.jit
@@ -572,13 +562,7 @@ def _batch_finish_split(split_vertex, split_ptr, partial, f_i_cur, f_i_next, f_s
     acc = 0.0
     for slot in range(split_ptr[h], split_ptr[h + 1]):
         acc += partial[slot, g, lane]
-    u = split_vertex[h]
-    br = beta_r[c0 + c]
-    fs = np.float64(f_s[g, u, lane])
-    k = np.float64(f_i_cur[g, u, lane]) + fs * -math.expm1(acc)
-    f_s[g, u, lane] = fs * math.exp(acc)
-    f_i_next[g, u, lane] = k * (1.0 - br)
-    f_r[g, u, lane] = np.float64(f_r[g, u, lane]) + k * br
+    _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, split_vertex[h], lane, acc, beta_r[c0 + c])
 
 
 @cuda.jit
@@ -743,20 +727,9 @@ def _finish_round(pol_ll, top_idx, n_top, norm, beta_i, beta_r, axes, points, si
 
 
 @dataclass
-class CUDAPrepared:
-    """A problem as held on the device (same field names as backends.Prepared)."""
+class CUDAPrepared(Prepared):
+    """A problem as held on the device, plus the degree bins of its graph."""
 
-    n: int
-    T: int
-    indptr: Any
-    indices: Any
-    obs_times: Any
-    obs_states: Any
-    obs_index: Any
-    seg_left: Any
-    seg_right: Any
-    host_obs_times: np.ndarray
-    host_obs_index: np.ndarray
     bins: dict
     items: dict
     gather_id: Any = None
