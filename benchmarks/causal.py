@@ -22,18 +22,19 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
+from pathlib import Path
 
 import numba
-import numpy as np
 
 from battus.backends import CPUBackend
 from battus.causal import causal_decode
-from battus.graph import from_arcs
 from battus.infer import method_options, reconstruct
-from battus.problem import Problem, observe, schedule_times
 from battus.score import causal_violations, event_weighted, hermes_score
-from battus.simulate import simulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cpu import build_problem  # noqa: E402  (the engine benchmark's graph and history)
 
 CANONICAL = [
     # name, file under the DITTO mirror, HERMES published (F1, NRMSE)
@@ -82,14 +83,6 @@ def canonical_table(ditto: str) -> None:
     for model in ("si", "sir"):
         print(f"| event-weighted CV {model.upper()} | | | | | {100 * event_weighted(cv[('z', model)]):.2f}% | | "
               f"| {100 * event_weighted(cv[('c', model)]):.2f}% | | {100 * event_weighted(cv[('t', model)]):.2f}% |")
-
-
-def build_problem(n: int, m: int, T: int, seed: int) -> Problem:
-    rng = np.random.default_rng(seed)
-    graph = from_arcs(rng.integers(0, n, m), rng.integers(0, n, m), directed=True, n=n)
-    truth = simulate(graph, "sir", T, 100, 0.1, 0.1, seed=seed)
-    return Problem(graph=graph, model="sir", T=T, n0=100,
-                   observations=observe(truth, schedule_times(T)), truth=truth, name="cpu-bench")
 
 
 def main() -> None:

@@ -94,30 +94,13 @@ POLISH = 8  # candidates of each fitting round re-scored in float64
 SCORE_BLOCKS = 264  # fixed block count of the score reduction (2 per H100 SM)
 _LOG_FLOOR = 1e-300
 
-# counter-based RNG constants, identical to battus.kernels.rng
-# The key-mixing constants are rng.py's, so the device draws equal the host's.
-_GOLDEN, _STREAM, _STEP = _rng._GOLDEN, _rng._STREAM, _rng._STEP
-_MIX1, _MIX2 = _rng._MIX1, _rng._MIX2
-_S30, _S27, _S31, _S11 = _rng._S30, _rng._S27, _rng._S31, _rng._S11
-_INV53 = _rng._INV53
-
 
 # ----------------------------------------------------------------------------
 # simulator
 
-
-@cuda.jit(device=True)
-def _uniform(seed, stream, step, index):
-    x = (
-        np.uint64(seed) * _GOLDEN
-        + np.uint64(stream) * _STREAM
-        + np.uint64(step) * _STEP
-        + np.uint64(index)
-    )
-    x = (x ^ (x >> _S30)) * _MIX1
-    x = (x ^ (x >> _S27)) * _MIX2
-    x = x ^ (x >> _S31)
-    return float(x >> _S11) * _INV53
+# The host's counter-based draw compiled for the device: the same function, so
+# the draws (and simulated histories) are bit-identical.
+_uniform = cuda.jit(device=True)(_rng.uniform_py)
 
 
 @cuda.jit

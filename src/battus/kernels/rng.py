@@ -26,9 +26,12 @@ STREAM_TRANSMISSION = 1
 STREAM_RECOVERY = 2
 
 
-@numba.njit(cache=True, inline="always")
-def uniform(seed, stream, step, index):
-    """Uniform double in [0, 1) from a 64-bit key (53 random bits)."""
+def uniform_py(seed, stream, step, index):
+    """Uniform double in [0, 1) from a 64-bit key (53 random bits).
+
+    A plain function: ``uniform`` below compiles it for the CPU, and
+    :mod:`battus.kernels.cuda` compiles the same function as a device function.
+    """
     x = (
         np.uint64(seed) * _GOLDEN
         + np.uint64(stream) * _STREAM
@@ -39,3 +42,6 @@ def uniform(seed, stream, step, index):
     x = (x ^ (x >> _S27)) * _MIX2
     x = x ^ (x >> _S31)
     return float(x >> _S11) * _INV53
+
+
+uniform = numba.njit(cache=True, inline="always")(uniform_py)
