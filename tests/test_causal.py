@@ -368,9 +368,12 @@ for seed, model, directed, rounds in [(0, "si", False, 2), (1, "sir", True, 2), 
         cpu_stats = KC.causal_repair(prep.indptr, prep.indices, g, floor, ceiling, cpu_inf, cpu_rec, problem.T)
         d_inf, d_rec = cuda.to_device(t_inf.copy()), cuda.to_device(t_rec.copy())
         d_indptr, d_indices = cuda.to_device(prep.indptr), cuda.to_device(prep.indices)
+        # light_arcs 2: most searches are finished arc by arc by the whole grid (the hub path)
+        light_arcs = 2 if seed % 2 else KD.LIGHT_ARCS
         gpu_stats = KD.causal_repair_arrays(d_indptr, d_indices, cuda.to_device(g), d_floor, d_ceiling,
-                                            d_inf, d_rec, problem.T)
-        census = KD.census_device(d_indptr, d_indices, d_inf, d_rec, d_floor, d_ceiling, problem.T)
+                                            d_inf, d_rec, problem.T, light_arcs=light_arcs)
+        census = KD.census_device(d_indptr, d_indices, d_inf, d_rec, d_floor, d_ceiling, problem.T,
+                                  light_arcs=1 if seed % 2 else KD.LIGHT_ARCS)
         results.append({
             "same": bool(np.array_equal(cpu_inf, d_inf.copy_to_host())
                          and np.array_equal(cpu_rec, d_rec.copy_to_host()) and same_window),

@@ -182,3 +182,61 @@ def test_simulator_bit_identical(heavy_graph, model):
     cpu = simulate(heavy_graph, model, 15, 100, 0.05, 0.1, seed=9)
     gpu = simulate(heavy_graph, model, 15, 100, 0.05, 0.1, seed=9, backend="cuda")
     np.testing.assert_array_equal(cpu, gpu)
+
+
+def _causal_against_cpu(problem, gpu) -> dict:
+    """Battus-C on the device against the CPU kernels fed the same (device) posteriors and decoded times."""
+    from numba import cuda
+
+    from battus.decode import hitting_times
+    from battus.kernels import causal_cpu as KC
+    from battus.kernels import causal_cuda as KD
+
+    got = reconstruct(problem, method_options("battus-z"), gpu, keep_posteriors=True)
+    gamma = np.ascontiguousarray(got.posteriors)
+    t_inf, t_rec = hitting_times(got.states, 1), hitting_times(got.states, 2)
+    host = CPUBackend().prepare(problem)
+    floor, ceiling = KC.observation_window_arrays(host.obs_times, host.obs_states, host.n, problem.T)
+    cpu_inf, cpu_rec = t_inf.copy(), t_rec.copy()
+    before = KC.violation_census(host.indptr, host.indices, t_inf, t_rec, floor, ceiling, problem.T)
+    cpu_stats = KC.causal_repair(host.indptr, host.indices, gamma, floor, ceiling, cpu_inf, cpu_rec, problem.T)
+    after = KC.violation_census(host.indptr, host.indices, cpu_inf, cpu_rec, floor, ceiling, problem.T)
+    row = {"before": list(before), "after": list(after), "stats": cpu_stats.tolist(), "light": {}}
+    d = {k: cuda.to_device(x) for k, x in (("indptr", host.indptr), ("indices", host.indices), ("gamma", gamma),
+                                          ("floor", floor), ("ceiling", ceiling))}
+    for light_arcs in (KD.LIGHT_ARCS, 2):
+        d_inf, d_rec = cuda.to_device(t_inf.copy()), cuda.to_device(t_rec.copy())
+        stats, d_before, d_after = KD.causal_repair_arrays(d["indptr"], d["indices"], d["gamma"], d["floor"],
+                                                           d["ceiling"], d_inf, d_rec, problem.T,
+                                                           light_arcs=light_arcs, census=True)
+        row["light"][light_arcs] = {
+            "same": bool(np.array_equal(d_inf.copy_to_host(), cpu_inf)
+                         and np.array_equal(d_rec.copy_to_host(), cpu_rec)),
+            "stats": stats.tolist(), "before": list(d_before), "after": list(d_after)}
+    return row
+
+
+def _assert_causal_row(row):
+    for r in row["light"].values():
+        assert r["same"], row
+        assert r["stats"] == row["stats"] and r["before"] == row["before"] and r["after"] == row["after"], row
+
+
+def test_causal_decoder_matches_cpu_canonical(canonical, gpu):
+    rows = {}
+    for name, c in canonical.items():
+        problem = Problem(c.graph, c.model, c.T, c.n0, observe(c.truth, schedule_times(c.T)), c.truth, name)
+        rows[name] = _causal_against_cpu(problem, gpu)
+    REPORT["causal/canonical"] = rows
+    assert sum(r["stats"][0] for r in rows.values()) > 0
+    for row in rows.values():
+        _assert_causal_row(row)
+
+
+def test_causal_decoder_matches_cpu_heavy(heavy_graph, gpu):
+    truth = simulate(heavy_graph, "sir", 20, 50, 0.1, 0.1, seed=4, backend="cuda")
+    problem = Problem(heavy_graph, "sir", 20, 50, observe(truth, schedule_times(20)), truth)
+    row = _causal_against_cpu(problem, gpu)
+    REPORT["causal/heavy"] = row
+    assert row["stats"][0] > 1000  # many violators, over many blocks
+    _assert_causal_row(row)

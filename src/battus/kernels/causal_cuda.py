@@ -1,22 +1,32 @@
 """Numba-CUDA kernels of the graph-causal decoder (Battus-C), identical in output to the CPU kernels.
 
-Frames are processed on the host in descending order; inside a frame every
-step is one vertex-parallel (or violator-parallel) launch: flag and compact
-the violators, compute their self options, then rounds of
-count -> choose -> apply until no violator with an option is left uncovered.
-The rules are the plain functions of :mod:`battus.kernels.causal_cpu`
-compiled as device functions, and every write that several threads may make
-to one cell is either the same value (stamps) or an atomic min/max/add whose
-result does not depend on the order (onsets, recoveries, counters), so the
-violator list being compacted in arbitrary order changes nothing: the hitting
-times equal the CPU's bit for bit for the same posteriors.
+The whole repair is one cooperative kernel (:func:`_repair`): a grid that
+stays resident, runs the input census, buckets the violators by onset and
+then the frames from T down to 1, with a grid-wide barrier between steps.
+Launches from Python cost ~0.1 ms each through Numba (measured on an H200),
+and a launch per step and round made the frame loop launch-bound; the
+barriers cost a few microseconds.
 
-Device memory beyond the backend's arrays (n vertices): ``38 n`` bytes of
-per-violator and per-supporter scratch, ``16 n`` for the observation windows
-and ``16 n`` for the repaired copy of the hitting times (the input is kept to
-count moved vertices). Host synchronisations: one per frame (the violator
-count) and one per round (whether violators with options remain), at most
-``UNANIMOUS_ROUNDS + 1`` rounds per frame.
+Work inside a step is balanced by arcs, not vertices: a vertex looking for
+support (an in-neighbour infected one frame earlier) first walks up to
+``light_arcs`` of its in-arcs alone, and only the few that find none there
+(hubs, mostly) are finished by the whole grid, one thread per remaining arc;
+the rounds of a frame (serving counts, picks, stamps, covers) run one thread
+per in-arc of the frame's violators, found by a binary search over their
+arc offsets. On heavy-tailed graphs a thread per vertex walked a hub's
+in-list serially while the grid idled.
+
+The rules are the plain functions of :mod:`battus.kernels.causal_cpu`
+compiled as device functions. Where several threads write one cell the write
+is a stamp (all the same value) or an atomic min/max/add whose result does
+not depend on the order; a violator's best supporter is the atomic minimum
+of the keys, then of the ids among equal keys (the CPU's order). Lists built
+by atomic appends come out in arbitrary order, which the rounds do not see,
+so the hitting times equal the CPU's bit for bit for the same posteriors.
+
+Device memory beyond the backend's arrays (n vertices): about 100 n bytes of
+scratch, ``16 n`` for the observation windows and ``16 n`` for the repaired
+copy of the hitting times (the input is kept to count moved vertices).
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from .cuda_compat import ensure_numpy_compat
 
 ensure_numpy_compat()  # before numba.cuda compiles anything
 
+import numba  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from . import causal_cpu as KC  # noqa: E402
@@ -38,12 +49,14 @@ def _simulated() -> bool:
     return bool(getattr(config, "ENABLE_CUDASIM", False))
 
 
-THREADS = 32 if _simulated() else 256  # the simulator runs one Python thread per CUDA thread
+# The simulator runs one Python thread per CUDA thread and a cooperative grid of one block.
+THREADS = 32 if _simulated() else 256
+# In-arcs a vertex walks alone before the grid finishes its search arc by arc.
+LIGHT_ARCS = 32
 
 can_be_infected = cuda.jit(device=True)(KC.can_be_infected_py)
 has_support = cuda.jit(device=True)(KC.has_support_py)
 support_cost = cuda.jit(device=True)(KC.support_cost_py)
-self_frame = cuda.jit(device=True)(KC.self_frame_py)
 self_cost = cuda.jit(device=True)(KC.self_cost_py)
 support_key = cuda.jit(device=True)(KC.support_key_py)
 better = cuda.jit(device=True)(KC.better_py)
@@ -51,6 +64,20 @@ better = cuda.jit(device=True)(KC.better_py)
 KIND_SUPPORT = KC.KIND_SUPPORT
 KIND_SELF = KC.KIND_SELF
 KIND_NONE = KC.KIND_NONE
+NO_ID = np.iinfo(np.int32).max
+
+# ctl slots (int64): counters used in alternate frames / rounds sit in pairs indexed by parity
+C_HEAVY = 0  # 2 slots: items left to the arc-parallel search
+C_VIOL = 2  # 2 slots: violators of the frame
+C_ARRIVED = 4  # 2 slots: supporters moved to the next frame
+C_ROUND = 6  # 2 slots: supporters of the round
+C_ACTIVE = 8  # 2 slots: violators with an option still uncovered after the round
+C_SELF = 10  # 2 slots: self moves of the round
+C_BEFORE = 12  # 3 slots: input events, violations, forced
+C_AFTER = 15  # 2 slots: output events, violations left
+C_SIZE = 17
+# stats (int64), as the CPU's: violators seen, self moves, rounds, violations left
+S_SEEN, S_SELF, S_ROUNDS, S_LEFT = 0, 1, 2, 3
 
 
 @cuda.jit
@@ -71,140 +98,416 @@ def _observation_window(obs_times, obs_states, T, onset_floor, recovery_ceiling)
 
 
 @cuda.jit
-def _census(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T, counters):
-    # counters: [0] events, [1] violations, [2] forced violations
-    u = cuda.grid(1)
-    if u >= t_inf.shape[0]:
-        return
-    a = t_inf[u]
-    if a <= 0 or a > T:
-        return
-    cuda.atomic.add(counters, 0, 1)
-    if has_support(indptr, indices, t_inf, t_rec, u, a - 1):
-        return
-    cuda.atomic.add(counters, 1, 1)
-    for e in range(indptr[u], indptr[u + 1]):
-        v = indices[e]
-        if v != u and can_be_infected(onset_floor, recovery_ceiling, v, a - 1):
-            return
-    cuda.atomic.add(counters, 2, 1)
-
-
-@cuda.jit
 def _count_moved(t_inf, t_rec, orig_inf, orig_rec, counters):
     u = cuda.grid(1)
     if u < t_inf.shape[0] and (t_inf[u] != orig_inf[u] or t_rec[u] != orig_rec[u]):
         cuda.atomic.add(counters, 0, 1)
 
 
-@cuda.jit
-def _flag_violators(indptr, indices, t_inf, t_rec, a, viol, n_viol):
-    u = cuda.grid(1)
-    if u >= t_inf.shape[0]:
-        return
-    if t_inf[u] == a and not has_support(indptr, indices, t_inf, t_rec, u, a - 1):
-        viol[cuda.atomic.add(n_viol, 0, 1)] = u
+# ----------------------------------------------------------------------------
+# grid-wide helpers (called by every thread of the cooperative grid)
 
 
-@cuda.jit
-def _self_options(indptr, indices, gamma, onset_floor, t_inf, t_rec, viol, nv, a, self_b, self_key, covered):
-    i = cuda.grid(1)
-    if i >= nv:
-        return
-    u = viol[i]
-    b = self_frame(indptr, indices, onset_floor, t_inf, t_rec, u, a)
-    self_b[i] = b
-    self_key[i] = self_cost(gamma, u, b, a) if b >= 0 else 0.0
-    covered[i] = 0
+@cuda.jit(device=True)
+def _grid_scan(vals, count, out, block_sums, sh, grid):
+    """out[i] = vals[0] + ... + vals[i-1] for i <= count (out[count] = total); three grid barriers.
+
+    ``sh`` is the block's int64 shared array of THREADS entries, allocated by the kernel (a shared
+    array declared here would be defined once per calling function, which NVVM refuses to link)."""
+    tid = cuda.grid(1)
+    size = cuda.gridsize(1)
+    t = cuda.threadIdx.x
+    seg = (count + size - 1) // size
+    lo = min(count, tid * seg)
+    hi = min(count, lo + seg)
+    own = 0
+    for i in range(lo, hi):
+        own += vals[i]
+    sh[t] = own
+    cuda.syncthreads()
+    off = 1
+    while off < THREADS:
+        x = sh[t - off] if t >= off else 0
+        cuda.syncthreads()
+        sh[t] += x
+        cuda.syncthreads()
+        off *= 2
+    if t == THREADS - 1:
+        block_sums[cuda.blockIdx.x] = sh[t]
+    grid.sync()
+    if tid == 0:
+        run = 0
+        for b in range(cuda.gridDim.x):
+            x = block_sums[b]
+            block_sums[b] = run
+            run += x
+        out[count] = run
+    grid.sync()
+    base = block_sums[cuda.blockIdx.x] + sh[t] - own
+    for i in range(lo, hi):
+        out[i] = base
+        base += vals[i]
+    grid.sync()
 
 
-@cuda.jit
-def _reset_counts(indptr, indices, viol, nv, covered, count):
-    i = cuda.grid(1)
-    if i >= nv or covered[i]:
-        return
-    u = viol[i]
-    for e in range(indptr[u], indptr[u + 1]):
-        count[indices[e]] = 0
-
-
-@cuda.jit
-def _count_served(indptr, indices, onset_floor, recovery_ceiling, viol, nv, covered, f, count):
-    i = cuda.grid(1)
-    if i >= nv or covered[i]:
-        return
-    u = viol[i]
-    for e in range(indptr[u], indptr[u + 1]):
-        v = indices[e]
-        if v != u and can_be_infected(onset_floor, recovery_ceiling, v, f):
-            cuda.atomic.add(count, v, 1)
-
-
-@cuda.jit
-def _choose(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, viol, nv, covered, count,
-            self_b, self_key, f, choice_kind, choice_id, proposed, rejected, stamp):
-    # Reads state fixed during the round; stamp writes by several threads carry the same value.
-    i = cuda.grid(1)
-    if i >= nv or covered[i]:
-        return
-    u = viol[i]
-    best_kind = KIND_NONE
-    best_id = -1
-    best_key = 0.0
-    for e in range(indptr[u], indptr[u + 1]):
-        v = indices[e]
-        if v == u or not can_be_infected(onset_floor, recovery_ceiling, v, f):
-            continue
-        key = support_key(support_cost(gamma, t_inf, t_rec, v, f), count[v])
-        if best_kind == KIND_NONE or better(key, KIND_SUPPORT, v, best_key, best_kind, best_id):
-            best_kind = KIND_SUPPORT
-            best_id = v
-            best_key = key
-    if self_b[i] >= 0 and best_kind != KIND_NONE:
-        if better(self_key[i], KIND_SELF, u, best_key, best_kind, best_id):
-            best_kind = KIND_SELF
-            best_id = u
-            best_key = self_key[i]
-    choice_kind[i] = best_kind
-    choice_id[i] = best_id
-    if best_kind == KIND_NONE:
-        return
-    for e in range(indptr[u], indptr[u + 1]):
-        v = indices[e]
-        if v == u or not can_be_infected(onset_floor, recovery_ceiling, v, f):
-            continue
-        if best_kind == KIND_SUPPORT and best_id == v:
-            proposed[v] = stamp
+@cuda.jit(device=True)
+def _owner(ptr, count, pos):
+    """The i < count with ptr[i] <= pos < ptr[i + 1] (ptr ascending, items may be empty)."""
+    lo = 0
+    hi = count - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ptr[mid] <= pos:
+            lo = mid
         else:
-            rejected[v] = stamp
+            hi = mid - 1
+    return lo
+
+
+@cuda.jit(device=True)
+def _item(i, a, bucket, bucket_ptr, arrived):
+    """Vertex of pool item i: census (a = 0) every vertex; frame a its onset bucket, then the arrivals."""
+    if a == 0:
+        return i
+    nb = bucket_ptr[a + 1] - bucket_ptr[a]
+    if i < nb:
+        return bucket[bucket_ptr[a] + i]
+    return arrived[i - nb]
+
+
+@cuda.jit(device=True)
+def _screen(indptr, indices, onset_floor, recovery_ceiling, t_inf, t_rec, T, a, pool_size, bucket, bucket_ptr,
+            arrived, light_arcs, state, best, n_adm, heavy, heavy_arcs, ctl, heavy_slot, block_sums, heavy_ptr,
+            sh, grid):
+    """Per pool item: state 0 skipped or supported, 1 violator; best = latest frame b with support at b - 1
+    (as self_frame's pass), n_adm = admissible supporters. Census (a = 0): each vertex at its own onset.
+    Ends on a grid barrier."""
+    tid = cuda.grid(1)
+    size = cuda.gridsize(1)
+    for i in range(tid, pool_size, size):
+        u = _item(i, a, bucket, bucket_ptr, arrived)
+        ua = t_inf[u]
+        state[i] = 0
+        if (a == 0 and (ua <= 0 or ua > T)) or (a != 0 and ua != a):
+            continue
+        f = ua - 1
+        top = -1
+        k = 0
+        start = indptr[u]
+        stop = indptr[u + 1]
+        end = min(stop, start + light_arcs)
+        supported = False
+        for e in range(start, end):
+            v = indices[e]
+            ti = t_inf[v]
+            tr = t_rec[v]
+            if ti <= f and f < tr:
+                supported = True
+                break
+            last = min(tr - 1, ua - 2)
+            if ti <= last and last + 1 > top:
+                top = last + 1
+            if v != u and can_be_infected(onset_floor, recovery_ceiling, v, f):
+                k += 1
+        if supported:
+            continue
+        state[i] = 1
+        best[i] = top
+        n_adm[i] = k
+        if stop > end:
+            j = cuda.atomic.add(ctl, heavy_slot, 1)
+            heavy[j] = i
+            heavy_arcs[j] = stop - end
+    grid.sync()
+    n_heavy = ctl[heavy_slot]
+    if n_heavy == 0:
+        return
+    _grid_scan(heavy_arcs, n_heavy, heavy_ptr, block_sums, sh, grid)
+    for pos in range(tid, heavy_ptr[n_heavy], size):
+        j = _owner(heavy_ptr, n_heavy, pos)
+        i = heavy[j]
+        u = _item(i, a, bucket, bucket_ptr, arrived)
+        ua = t_inf[u]
+        f = ua - 1
+        e = indptr[u] + light_arcs + (pos - heavy_ptr[j])
+        v = indices[e]
+        ti = t_inf[v]
+        tr = t_rec[v]
+        if ti <= f and f < tr:
+            state[i] = 0  # every writer writes 0
+        last = min(tr - 1, ua - 2)
+        if ti <= last:
+            cuda.atomic.max(best, i, last + 1)
+        if v != u and can_be_infected(onset_floor, recovery_ceiling, v, f):
+            cuda.atomic.add(n_adm, i, 1)
+    grid.sync()
+
+
+@cuda.jit(device=True)
+def _arc(pos, viol_ptr, nv, viol, indptr, indices):
+    """(violator index, violator, in-neighbour) of arc ``pos`` of the frame's violators."""
+    i = _owner(viol_ptr, nv, pos)
+    u = viol[i]
+    return i, u, indices[indptr[u] + (pos - viol_ptr[i])]
+
+
+# ----------------------------------------------------------------------------
+# the cooperative kernel
 
 
 @cuda.jit
-def _apply(indptr, indices, viol, nv, covered, choice_kind, self_b, proposed, rejected, stamp, unanimous, a,
-           t_inf, t_rec, counters):
-    # counters: [0] violators still active after this round, [1] self moves
-    i = cuda.grid(1)
-    if i >= nv or covered[i] or choice_kind[i] == KIND_NONE:
+def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, T, unanimous_rounds, light_arcs,
+            census_only, state, best, n_adm, heavy, heavy_arcs, heavy_ptr, block_sums, bucket, bucket_ptr, bucket_fill,
+            arrived, viol, viol_b, viol_arcs, viol_ptr, self_key, covered, hit, choice_kind, choice_id, best_key,
+            best_id, count, cost, cost_frame, key, proposed, rejected, round_list, left_frame, ctl, stats):
+    grid = cuda.cg.this_grid()
+    sh = cuda.shared.array(THREADS, numba.int64)
+    tid = cuda.grid(1)
+    size = cuda.gridsize(1)
+    n = t_inf.shape[0]
+
+    # -- census of the input: flags, counts, onset buckets of the violators
+    _screen(indptr, indices, onset_floor, recovery_ceiling, t_inf, t_rec, T, 0, n, bucket, bucket_ptr, arrived,
+            light_arcs, state, best, n_adm, heavy, heavy_arcs, ctl, C_HEAVY, block_sums, heavy_ptr, sh, grid)
+    for u in range(tid, n, size):
+        if 1 <= t_inf[u] <= T:
+            cuda.atomic.add(ctl, C_BEFORE, 1)
+        if state[u] == 1:
+            cuda.atomic.add(ctl, C_BEFORE + 1, 1)
+            if n_adm[u] == 0:
+                cuda.atomic.add(ctl, C_BEFORE + 2, 1)
+            cuda.atomic.add(bucket_fill, t_inf[u], 1)
+    grid.sync()
+    if census_only:
         return
-    u = viol[i]
-    if choice_kind[i] == KIND_SELF:
-        cuda.atomic.min(t_inf, u, self_b[i])
-        covered[i] = 1
-        cuda.atomic.add(counters, 1, 1)
-        return
-    f = a - 1
-    for e in range(indptr[u], indptr[u + 1]):
-        v = indices[e]
-        if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
-            covered[i] = 1
-            cuda.atomic.min(t_inf, v, f)
-            cuda.atomic.max(t_rec, v, a)
-    if not covered[i]:
-        cuda.atomic.add(counters, 0, 1)
+    if tid == 0:
+        run = 0
+        for a in range(T + 2):
+            bucket_ptr[a] = run
+            run += bucket_fill[a]
+            bucket_fill[a] = bucket_ptr[a]
+        ctl[C_HEAVY] = 0
+    grid.sync()
+    for u in range(tid, n, size):
+        if state[u] == 1:
+            bucket[cuda.atomic.add(bucket_fill, t_inf[u], 1)] = u
+    grid.sync()
+
+    # -- frames
+    stamp = 0
+    for a in range(T, 0, -1):
+        # every read of last frame's counters is done before the slots of the next one are cleared
+        grid.sync()
+        p = a & 1
+        q = 1 - p
+        f = a - 1
+        pool_size = bucket_ptr[a + 1] - bucket_ptr[a] + ctl[C_ARRIVED + p]
+        if tid == 0:
+            ctl[C_HEAVY + q] = 0
+            ctl[C_VIOL + q] = 0
+            ctl[C_ARRIVED + q] = 0
+        if pool_size == 0:
+            continue
+        # arrived[] alternates halves: frame a reads half p, its supporters land in half q
+        arr_in = arrived[p * n:(p + 1) * n]
+        arr_out = arrived[q * n:(q + 1) * n]
+        _screen(indptr, indices, onset_floor, recovery_ceiling, t_inf, t_rec, T, a, pool_size, bucket, bucket_ptr,
+                arr_in, light_arcs, state, best, n_adm, heavy, heavy_arcs, ctl, C_HEAVY + p, block_sums, heavy_ptr,
+                sh, grid)
+        for i in range(tid, pool_size, size):
+            if state[i] != 1:
+                continue
+            u = _item(i, a, bucket, bucket_ptr, arr_in)
+            b = best[i]
+            if not (b >= 1 and b >= onset_floor[u]):
+                b = 0 if onset_floor[u] == 0 else -1
+            j = cuda.atomic.add(ctl, C_VIOL + p, 1)
+            viol[j] = u
+            viol_b[j] = b
+            self_key[j] = self_cost(gamma, u, b, a) if b >= 0 else 0.0
+            viol_arcs[j] = indptr[u + 1] - indptr[u]
+            covered[j] = 0
+            hit[j] = 0
+        grid.sync()
+        nv = ctl[C_VIOL + p]
+        if nv == 0:
+            continue
+        if tid == 0:
+            stats[S_SEEN] += nv
+        _grid_scan(viol_arcs, nv, viol_ptr, block_sums, sh, grid)
+        arcs = viol_ptr[nv]
+        rounds = 0
+        while True:
+            stamp += 1
+            r = stamp & 1
+            unanimous = rounds < unanimous_rounds
+            rounds += 1
+            # serving counts; the supporters of the round are listed once each
+            for pos in range(tid, arcs, size):
+                i, u, v = _arc(pos, viol_ptr, nv, viol, indptr, indices)
+                if covered[i] or v == u or not can_be_infected(onset_floor, recovery_ceiling, v, f):
+                    continue
+                if cuda.atomic.add(count, v, 1) == 0:
+                    round_list[cuda.atomic.add(ctl, C_ROUND + r, 1)] = v
+            grid.sync()
+            # keys (support costs cached per frame, extended by one cell across frames as on the CPU)
+            n_round = ctl[C_ROUND + r]
+            if tid == 0:
+                ctl[C_ROUND + 1 - r] = 0
+                ctl[C_ACTIVE + 1 - r] = 0
+                ctl[C_SELF + 1 - r] = 0
+            for j in range(tid, n_round, size):
+                v = round_list[j]
+                if cost_frame[v] != a:
+                    if cost_frame[v] == a + 1 and t_rec[v] > a and t_inf[v] > a:
+                        cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
+                    else:
+                        cost[v] = support_cost(gamma, t_inf, t_rec, v, f)
+                    cost_frame[v] = a
+                key[v] = support_key(cost[v], count[v])
+            for i in range(tid, nv, size):
+                best_key[i] = np.inf
+                best_id[i] = NO_ID
+            grid.sync()
+            # each violator's best supporter: least key, then least id
+            for pos in range(tid, arcs, size):
+                i, u, v = _arc(pos, viol_ptr, nv, viol, indptr, indices)
+                if covered[i] or v == u or not can_be_infected(onset_floor, recovery_ceiling, v, f):
+                    continue
+                cuda.atomic.min(best_key, i, key[v])
+            grid.sync()
+            for pos in range(tid, arcs, size):
+                i, u, v = _arc(pos, viol_ptr, nv, viol, indptr, indices)
+                if covered[i] or v == u or not can_be_infected(onset_floor, recovery_ceiling, v, f):
+                    continue
+                if key[v] == best_key[i]:
+                    cuda.atomic.min(best_id, i, v)
+            grid.sync()
+            # against the self move
+            for i in range(tid, nv, size):
+                if covered[i]:
+                    continue
+                kind = KIND_NONE
+                pick = -1
+                if best_id[i] != NO_ID:
+                    kind = KIND_SUPPORT
+                    pick = best_id[i]
+                    if viol_b[i] >= 0 and better(self_key[i], KIND_SELF, viol[i], best_key[i], KIND_SUPPORT, pick):
+                        kind = KIND_SELF
+                        pick = viol[i]
+                choice_kind[i] = kind
+                choice_id[i] = pick
+            grid.sync()
+            for pos in range(tid, arcs, size):
+                i, u, v = _arc(pos, viol_ptr, nv, viol, indptr, indices)
+                if covered[i] or choice_kind[i] == KIND_NONE or v == u:
+                    continue
+                if not can_be_infected(onset_floor, recovery_ceiling, v, f):
+                    continue
+                if choice_kind[i] == KIND_SUPPORT and choice_id[i] == v:
+                    proposed[v] = stamp
+                else:
+                    rejected[v] = stamp
+            grid.sync()
+            # covered by any selected supporter (proposed by some violator, rejected by none)
+            for pos in range(tid, arcs, size):
+                i, u, v = _arc(pos, viol_ptr, nv, viol, indptr, indices)
+                if covered[i] or choice_kind[i] != KIND_SUPPORT or v == u:
+                    continue
+                if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
+                    hit[i] = 1
+            grid.sync()
+            for i in range(tid, nv, size):
+                if covered[i] or choice_kind[i] == KIND_NONE:
+                    continue
+                if choice_kind[i] == KIND_SELF:
+                    u = viol[i]
+                    t_inf[u] = min(t_inf[u], viol_b[i])
+                    cost_frame[u] = -1  # its support cost changed
+                    covered[i] = 1
+                    cuda.atomic.add(ctl, C_SELF + r, 1)
+                elif hit[i]:
+                    covered[i] = 1
+                else:
+                    cuda.atomic.add(ctl, C_ACTIVE + r, 1)
+            grid.sync()
+            # the selected supporters become infected at f; those whose onset moved are screened next frame
+            for j in range(tid, n_round, size):
+                v = round_list[j]
+                count[v] = 0
+                if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
+                    if t_inf[v] > f:
+                        t_inf[v] = f
+                        arr_out[cuda.atomic.add(ctl, C_ARRIVED + q, 1)] = v
+                    t_rec[v] = max(t_rec[v], a)
+                    cost_frame[v] = -1
+            grid.sync()
+            if tid == 0:
+                stats[S_SELF] += ctl[C_SELF + r]
+                stats[S_ROUNDS] += 1
+            if ctl[C_ACTIVE + r] == 0:
+                break
+        # what is still uncovered had no admissible supporter (forced)
+        for i in range(tid, nv, size):
+            if not covered[i]:
+                left_frame[viol[i]] = a
+        grid.sync()
+
+    # -- what is left: events, and the left violators whose onset did not move since
+    for u in range(tid, n, size):
+        if 1 <= t_inf[u] <= T:
+            cuda.atomic.add(ctl, C_AFTER, 1)
+            if left_frame[u] == t_inf[u]:
+                cuda.atomic.add(ctl, C_AFTER + 1, 1)
+    grid.sync()
+    if tid == 0:
+        stats[S_LEFT] = ctl[C_AFTER + 1]
 
 
 def _grid(count: int) -> int:
     return max(1, (count + THREADS - 1) // THREADS)
+
+
+def _launch(args: tuple) -> None:
+    """One cooperative launch of :func:`_repair`: as many blocks as can be resident at once."""
+    if _simulated():
+        _repair[1, THREADS](*args)
+        return
+    kernel = _repair.specialize(*args)
+    blocks = next(iter(kernel.overloads.values())).max_cooperative_grid_blocks(THREADS)
+    kernel[max(1, blocks), THREADS](*args)
+
+
+def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, census_only: bool,
+         light_arcs: int) -> tuple[np.ndarray, np.ndarray]:
+    n = t_inf.shape[0]
+    blocks_cap = 1 if _simulated() else 1 << 16
+
+    def zeros(shape, dtype):
+        return cuda.to_device(np.zeros(shape, dtype=dtype))
+
+    def empty(shape, dtype):
+        return cuda.device_array(shape, dtype=dtype)
+
+    ctl = zeros(C_SIZE, np.int64)
+    stats = zeros(4, np.int64)
+    cost_frame = cuda.to_device(np.full(n, -1, dtype=np.int64))
+    left_frame = cuda.to_device(np.full(n, -1, dtype=np.int64))
+    args = (indptr, indices, gamma, floor, ceiling, t_inf, t_rec, int(T), int(KC.UNANIMOUS_ROUNDS), int(light_arcs),
+            bool(census_only),
+            empty(n, np.int8), empty(n, np.int64), empty(n, np.int64),  # state, best, n_adm
+            empty(n, np.int32), empty(n, np.int64), empty(n + 1, np.int64),  # heavy, heavy_arcs, heavy_ptr
+            empty(blocks_cap, np.int64),  # block_sums
+            empty(n, np.int32), empty(T + 2, np.int64), zeros(T + 2, np.int64),  # bucket, ptr, fill
+            empty(2 * n, np.int32),  # arrived (two halves)
+            empty(n, np.int32), empty(n, np.int64), empty(n, np.int64), empty(n + 1, np.int64),  # viol, b, arcs, ptr
+            empty(n, np.float64), empty(n, np.uint8), empty(n, np.uint8),  # self_key, covered, hit
+            empty(n, np.int8), empty(n, np.int32), empty(n, np.float64), empty(n, np.int32),  # choice, best
+            zeros(n, np.int32), empty(n, np.float64), cost_frame, empty(n, np.float64),  # count, cost, key
+            zeros(n, np.int32), zeros(n, np.int32), empty(n, np.int32),  # proposed, rejected, round_list
+            left_frame, ctl, stats)
+    _launch(args)
+    return ctl.copy_to_host(), stats.copy_to_host()
 
 
 def observation_window_device(obs_times, obs_states, n: int, T: int):
@@ -215,63 +518,25 @@ def observation_window_device(obs_times, obs_states, n: int, T: int):
     return floor, ceiling
 
 
-def census_device(indptr, indices, t_inf, t_rec, floor, ceiling, T: int) -> tuple[int, int, int]:
+def census_device(indptr, indices, t_inf, t_rec, floor, ceiling, T: int,
+                  light_arcs: int = LIGHT_ARCS) -> tuple[int, int, int]:
     """(events, violations, forced) of device hitting times, as :func:`causal_cpu.violation_census`."""
-    counters = cuda.to_device(np.zeros(3, dtype=np.int64))
-    _census[_grid(t_inf.shape[0]), THREADS](indptr, indices, t_inf, t_rec, floor, ceiling, int(T), counters)
-    c = counters.copy_to_host()
-    return int(c[0]), int(c[1]), int(c[2])
+    gamma = cuda.device_array((1, 1, 1), dtype=np.float32)  # not read by the census
+    ctl, _ = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T, True, light_arcs)
+    return int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2])
 
 
-def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int) -> np.ndarray:
+def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int,
+                         light_arcs: int = LIGHT_ARCS, census: bool = False):
     """Frame rounds on device arrays, in place on ``t_inf``/``t_rec``; returns the stats vector of the CPU
-    (violators seen, self moves, rounds, violations left)."""
-    n = t_inf.shape[0]
-    count = cuda.device_array(n, dtype=np.int32)
-    proposed = cuda.to_device(np.zeros(n, dtype=np.int32))
-    rejected = cuda.to_device(np.zeros(n, dtype=np.int32))
-    viol = cuda.device_array(n, dtype=np.int32)
-    self_b = cuda.device_array(n, dtype=np.int64)
-    self_key = cuda.device_array(n, dtype=np.float64)
-    covered = cuda.device_array(n, dtype=np.uint8)
-    choice_kind = cuda.device_array(n, dtype=np.int8)
-    choice_id = cuda.device_array(n, dtype=np.int32)
-    n_viol = cuda.device_array(1, dtype=np.int64)
-    counters = cuda.device_array(2, dtype=np.int64)
-    stats = np.zeros(4, dtype=np.int64)
-    stamp = 0
-    zero1 = np.zeros(1, dtype=np.int64)
-    zero2 = np.zeros(2, dtype=np.int64)
-    for a in range(T, 0, -1):
-        f = a - 1
-        n_viol.copy_to_device(zero1)
-        _flag_violators[_grid(n), THREADS](indptr, indices, t_inf, t_rec, a, viol, n_viol)
-        nv = int(n_viol.copy_to_host()[0])
-        if nv == 0:
-            continue
-        stats[0] += nv
-        grid = _grid(nv)
-        _self_options[grid, THREADS](indptr, indices, gamma, floor, t_inf, t_rec, viol, nv, a, self_b, self_key,
-                                     covered)
-        rounds = 0
-        while True:
-            stamp += 1
-            unanimous = rounds < KC.UNANIMOUS_ROUNDS
-            rounds += 1
-            _reset_counts[grid, THREADS](indptr, indices, viol, nv, covered, count)
-            _count_served[grid, THREADS](indptr, indices, floor, ceiling, viol, nv, covered, f, count)
-            _choose[grid, THREADS](indptr, indices, gamma, floor, ceiling, t_inf, t_rec, viol, nv, covered, count,
-                                   self_b, self_key, f, choice_kind, choice_id, proposed, rejected, stamp)
-            counters.copy_to_device(zero2)
-            _apply[grid, THREADS](indptr, indices, viol, nv, covered, choice_kind, self_b, proposed, rejected,
-                                  stamp, unanimous, a, t_inf, t_rec, counters)
-            c = counters.copy_to_host()
-            stats[1] += int(c[1])
-            stats[2] += 1
-            if c[0] == 0:
-                break
-    stats[3] = census_device(indptr, indices, t_inf, t_rec, floor, ceiling, T)[1]
-    return stats
+    (violators seen, self moves, rounds, violations left), and with ``census`` also the input's and the
+    output's (events, violations, forced)."""
+    ctl, stats = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T, False, light_arcs)
+    if not census:
+        return stats
+    before = (int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2]))
+    after = (int(ctl[C_AFTER]), int(stats[S_LEFT]), int(stats[S_LEFT]))  # every violation left is forced
+    return stats, before, after
 
 
 def causal_repair_device(prep, gamma, t_inf, t_rec, T: int) -> tuple:
@@ -283,9 +548,8 @@ def causal_repair_device(prep, gamma, t_inf, t_rec, T: int) -> tuple:
     t_rec = cuda.device_array(n, dtype=np.int64)
     t_inf.copy_to_device(orig_inf)
     t_rec.copy_to_device(orig_rec)
-    before = census_device(prep.indptr, prep.indices, t_inf, t_rec, floor, ceiling, T)
-    stats = causal_repair_arrays(prep.indptr, prep.indices, gamma, floor, ceiling, t_inf, t_rec, T)
-    after = census_device(prep.indptr, prep.indices, t_inf, t_rec, floor, ceiling, T)
+    stats, before, after = causal_repair_arrays(prep.indptr, prep.indices, gamma, floor, ceiling, t_inf, t_rec, T,
+                                                census=True)
     moved = cuda.to_device(np.zeros(1, dtype=np.int64))
     _count_moved[_grid(n), THREADS](t_inf, t_rec, orig_inf, orig_rec, moved)
     return t_inf, t_rec, KC.summary(before, after, stats, int(moved.copy_to_host()[0]))
