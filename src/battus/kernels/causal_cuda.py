@@ -24,9 +24,14 @@ of the keys, then of the ids among equal keys (the CPU's order). Lists built
 by atomic appends come out in arbitrary order, which the rounds do not see,
 so the hitting times equal the CPU's bit for bit for the same posteriors.
 
-Device memory beyond the backend's arrays (n vertices): about 100 n bytes of
-scratch, ``16 n`` for the observation windows and ``16 n`` for the repaired
-copy of the hitting times (the input is kept to count moved vertices).
+The hot searches read hitting times and observation windows packed two to an
+int32 (4 bytes per neighbour; on SNAP-sized graphs the packed arrays stay in
+L2), which limits T to :data:`MAX_T`; the int64 arrays stay authoritative.
+
+Device memory beyond the backend's arrays (n vertices, m arcs): one workspace
+of about ``184 n + 8 m`` bytes (the candidate lists of a frame can reach every
+arc), ``16 n`` for the observation windows and ``16 n`` for the repaired copy
+of the hitting times (the input is kept to count moved vertices).
 """
 
 from __future__ import annotations
