@@ -44,6 +44,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from .atomics import atomic_add
+
 # Rounds per frame in which a support move must be the pick of every violator it serves; after
 # them every remaining violator's own pick is applied. On the canonical suite unanimity to the end
 # gains .0003 F1 but needs ~10 rounds on the dense frames of large graphs (each round revisits
@@ -290,39 +292,37 @@ def _onset_buckets(t_inf, T, member):
     return ptr, members
 
 
+# Round-list slots a thread reserves at a time (one shared atomic per reservation, not per supporter).
+LIST_CHUNK = 64
+
+
 @_dual
-def _count_served(cand_ptr, cand, covered, stamp, count, count_stamp, round_list, parts):
-    # Every uncovered violator adds one to each of its supporters. Numba has no CPU atomics, so
-    # part p owns the supporters v with v & (parts - 1) == p (parts is a power of two): each part
-    # reads all candidate entries (sequential) and does only its own counting (the random
-    # accesses, the expensive part).
-    # Returns the number of supporters this round, listed part by part (their order does not matter).
-    cap = (count.shape[0] + parts - 1) // parts
-    mask = parts - 1
-    sizes = np.zeros(parts, dtype=np.int64)
-    for p in prange(parts):
-        n_round = 0
-        base = p * cap
-        for i in range(covered.shape[0]):
-            if covered[i]:
-                continue
-            for k in range(cand_ptr[i], cand_ptr[i + 1]):
-                v = cand[k]
-                if (v & mask) != p:
-                    continue
-                if count_stamp[v] != stamp:
-                    count_stamp[v] = stamp
-                    count[v] = 0
-                    round_list[base + n_round] = v
-                    n_round += 1
-                count[v] += 1
-        sizes[p] = n_round
-    n_round = 0
-    for p in range(parts):  # close the gaps; destinations never pass their sources
-        for j in range(sizes[p]):
-            round_list[n_round + j] = round_list[p * cap + j]
-        n_round += sizes[p]
-    return n_round
+def _count_served(cand_ptr, cand, covered, count, round_list, reserved, slot):
+    # Every uncovered violator adds one to each of its supporters, atomically (a supporter may serve
+    # violators of both threads); the first to arrive lists the supporter for the round, in slots its
+    # thread reserved (slot[8 t] next, slot[8 t + 1] end: a cache line per thread). Unfilled reserved
+    # slots are set to -1. The list's order depends on the threads' timing; nothing downstream does.
+    # count is zero outside a round (_apply_supports clears the round's supporters).
+    reserved[0] = 0
+    for t in range(slot.shape[0] // 8):
+        slot[8 * t] = 0
+        slot[8 * t + 1] = 0
+    for i in prange(covered.shape[0]):
+        if covered[i]:
+            continue
+        t = 8 * numba.get_thread_id()
+        for k in range(cand_ptr[i], cand_ptr[i + 1]):
+            v = cand[k]
+            if atomic_add(count, v, 1) == 0:
+                if slot[t] == slot[t + 1]:
+                    slot[t] = atomic_add(reserved, 0, LIST_CHUNK)
+                    slot[t + 1] = slot[t] + LIST_CHUNK
+                round_list[slot[t]] = v
+                slot[t] += 1
+    for t in range(slot.shape[0] // 8):
+        for j in range(slot[8 * t], slot[8 * t + 1]):
+            round_list[j] = -1
+    return reserved[0]
 
 
 @_dual
@@ -334,6 +334,8 @@ def _support_keys(gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost
     f = a - 1
     for j in prange(n_round):
         v = round_list[j]
+        if v < 0:
+            continue
         if cost_frame[v] != a:
             if cost_frame[v] == a + 1 and t_rec[v] > a and t_inf[v] > a:
                 cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
@@ -420,12 +422,15 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejecte
 
 @_dual
 def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced,
-                    cost_frame):
+                    cost_frame, count):
     # One thread per supporter of this round: the selected ones become infected at a - 1;
     # advanced[j] says whether supporter j's onset moved (to a - 1, where the next frame screens it).
     for j in prange(n_round):
         v = round_list[j]
         advanced[j] = False
+        if v < 0:
+            continue
+        count[v] = 0
         if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
             advanced[j] = t_inf[v] > a - 1
             t_inf[v] = min(t_inf[v], a - 1)
@@ -438,26 +443,25 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vert
     """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1
     and the violators left (forced).
 
-    per_vertex (n, 8) int64, one cache line per vertex: 0 served count, 1 count stamp, 2 proposed
+    per_vertex (n, 8) int64, one cache line per vertex: 0 served count (0 outside a round), 2 proposed
     stamp, 3 rejected stamp, 4 frame whose support cost is cached (-1: stale), 5 cost and 6 key (as
-    float64 bits); round_list (n,): supporters of the round. stats: [0] violators seen, [1] self
-    moves, [2] rounds (also the stamp).
+    float64 bits); round_list (n + LIST_CHUNK * threads,): supporters of the round (-1: no entry).
+    stats: [0] violators seen, [1] self moves, [2] rounds (also the stamp).
     A support cost depends only on the supporter's own hitting times, which change only when it is
     applied or self-moved (its cache is then dropped), so each is computed once per frame, and
     from the previous frame's by one more cell when possible.
     """
     nv = viol.shape[0]
-    parts = 1
-    while nv >= PARALLEL_MIN and 2 * parts <= numba.get_num_threads():
-        parts *= 2
-    count, count_stamp, proposed, rejected, cost_frame = (per_vertex[:, k] for k in range(5))
+    count, _, proposed, rejected, cost_frame = (per_vertex[:, k] for k in range(5))
+    reserved = np.zeros(1, dtype=np.int64)
+    slot = np.zeros(8 * numba.config.NUMBA_NUM_THREADS, dtype=np.int64)
     as_float = per_vertex.view(np.float64)
     cost, key = as_float[:, 5], as_float[:, 6]
     covered = np.zeros(nv, dtype=np.bool_)
     choice_kind = np.empty(nv, dtype=np.int64)
     choice_id = np.empty(nv, dtype=np.int64)
     self_key = np.full(nv, np.nan)
-    advanced = np.empty(per_vertex.shape[0], dtype=np.bool_)
+    advanced = np.empty(round_list.shape[0], dtype=np.bool_)
     moved = []
     rounds = 0
     stats[0] += nv
@@ -466,14 +470,14 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vert
         stamp = int(stats[2])
         unanimous = rounds < UNANIMOUS_ROUNDS
         rounds += 1
-        n_round = _count_served(nv, cand_ptr, cand, covered, stamp, count, count_stamp, round_list, parts)
+        n_round = _count_served(nv, cand_ptr, cand, covered, count, round_list, reserved, slot)
         _support_keys(n_round, gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key)
         _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, choice_kind, choice_id,
                 proposed, rejected)
         active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected,
                                     stamp, unanimous, t_inf, cost_frame)
         _apply_supports(n_round, round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec,
-                        advanced, cost_frame)
+                        advanced, cost_frame, count)
         moved.append(round_list[:n_round][advanced[:n_round]])
         stats[1] += self_moves
         if active == 0:
@@ -505,7 +509,7 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
     window[:, 1] = recovery_ceiling
     per_vertex = np.zeros((n, 8), dtype=np.int64)
     per_vertex[:, 4] = -1
-    round_list = np.empty(n, dtype=np.int64)
+    round_list = np.empty(n + LIST_CHUNK * numba.config.NUMBA_NUM_THREADS, dtype=np.int64)
     stats = np.zeros(4, dtype=np.int64)
     left = []
     ti, tr, lo, hi = hit[:, 0], hit[:, 1], window[:, 0], window[:, 1]
