@@ -183,29 +183,72 @@ def observation_window(obs_times, obs_states, T, onset_floor, recovery_ceiling):
         recovery_ceiling[v] = hi
 
 
+# The neighbour searches (census, screening) read one int64 per in-neighbour holding its onset,
+# recovery, onset floor and recovery ceiling, 16 bits each (8 bytes a vertex: the whole table of the
+# engine benchmark graph fits a core's L2, where separate int64 arrays took 32 bytes a vertex).
+PACK_MASK = 0xFFFF
+MAX_T = PACK_MASK - 1
+
+
+@numba.njit(cache=True)
+def pack_hits(t_inf, t_rec):
+    return t_inf | (t_rec << 16)
+
+
 @numba.njit(parallel=True, cache=True)
-def _census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T, flags):
+def pack_states(t_inf, t_rec, onset_floor, recovery_ceiling, packed):
+    for v in prange(t_inf.shape[0]):
+        packed[v] = pack_hits(t_inf[v], t_rec[v]) | (onset_floor[v] << 32) | (recovery_ceiling[v] << 48)
+
+
+@numba.njit(cache=True)
+def set_hits(packed, v, t_inf, t_rec):
+    """Refresh the hitting times of ``v`` in its packed state (after a move)."""
+    packed[v] = (packed[v] & ~np.int64(0xFFFFFFFF)) | pack_hits(t_inf[v], t_rec[v])
+
+
+@numba.njit(parallel=True, cache=True)
+def _census_flags(indptr, indices, packed, T, flags):
     # flags[u]: 0 no event or supported, 1 violation with an admissible supporter, 2 forced violation
-    n = t_inf.shape[0]
+    # (has_support, then can_be_infected over the in-arcs, on the packed states)
+    n = packed.shape[0]
     for u in prange(n):
-        a = t_inf[u]
+        a = packed[u] & PACK_MASK
         flags[u] = 0
         if a <= 0 or a > T:
             continue
-        if has_support(indptr, indices, t_inf, t_rec, u, a - 1):
+        f = a - 1
+        supported = False
+        for e in range(indptr[u], indptr[u + 1]):
+            x = packed[indices[e]]
+            if (x & PACK_MASK) <= f and f < ((x >> 16) & PACK_MASK):
+                supported = True
+                break
+        if supported:
             continue
         flags[u] = 2
         for e in range(indptr[u], indptr[u + 1]):
             v = indices[e]
-            if v != u and can_be_infected(onset_floor, recovery_ceiling, v, a - 1):
+            x = packed[v]
+            if v != u and ((x >> 32) & PACK_MASK) <= f and f < ((x >> 48) & PACK_MASK):
                 flags[u] = 1
                 break
+
+
+def _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T) -> np.ndarray:
+    if T > MAX_T:
+        raise ValueError(f"causal decoding supports T <= {MAX_T}, got T = {T}")
+    packed = np.empty(t_inf.shape[0], dtype=np.int64)
+    pack_states(np.ascontiguousarray(t_inf, dtype=np.int64), np.ascontiguousarray(t_rec, dtype=np.int64),
+                np.ascontiguousarray(onset_floor, dtype=np.int64),
+                np.ascontiguousarray(recovery_ceiling, dtype=np.int64), packed)
+    return packed
 
 
 def census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T) -> np.ndarray:
     """Per vertex: 0 no event or supported, 1 violation some in-neighbour could support, 2 forced violation."""
     flags = np.empty(t_inf.shape[0], dtype=np.uint8)
-    _census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T, flags)
+    _census_flags(indptr, indices, _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T), T, flags)
     return flags
 
 
@@ -225,8 +268,7 @@ def violation_census(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceilin
 
 
 @_dual
-def _screen(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, pool, a, slot_ptr, slots,
-            n_cand, self_b):
+def _screen(indptr, indices, packed, pool, a, slot_ptr, slots, n_cand, self_b):
     # For each vertex of ``pool`` whose onset is a, one pass over its in-arcs: n_cand = number of
     # admissible supporters when it violates (-1 when it has support or its onset moved), written to
     # slots[slot_ptr[i]:], and its self option. Same outcome as has_support, can_be_infected and
@@ -235,7 +277,8 @@ def _screen(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
     for i in prange(pool.shape[0]):
         u = pool[i]
         n_cand[i] = -1
-        if t_inf[u] != a:
+        own = packed[u]
+        if (own & PACK_MASK) != a:
             continue
         supported = False
         best = -1
@@ -243,23 +286,25 @@ def _screen(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
         base = slot_ptr[i]
         for e in range(indptr[u], indptr[u + 1]):
             v = indices[e]
-            ti = t_inf[v]
-            tr = t_rec[v]
+            x = packed[v]
+            ti = x & PACK_MASK
+            tr = (x >> 16) & PACK_MASK
             if ti <= f and f < tr:
                 supported = True
                 break
             last = min(tr - 1, a - 2)
             if ti <= last and last + 1 > best:
                 best = last + 1
-            if v != u and can_be_infected(onset_floor, recovery_ceiling, v, f):
+            if v != u and ((x >> 32) & PACK_MASK) <= f and f < ((x >> 48) & PACK_MASK):
                 slots[base + k] = v
                 k += 1
         if supported:
             continue
         n_cand[i] = k
-        if best >= 1 and best >= onset_floor[u]:
+        floor_u = (own >> 32) & PACK_MASK
+        if best >= 1 and best >= floor_u:
             b = best
-        elif onset_floor[u] == 0:
+        elif floor_u == 0:
             b = 0
         else:
             b = -1
@@ -346,10 +391,11 @@ def _support_keys(gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost
 
 
 @_dual
-def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, choice_kind, choice_id,
-            proposed, rejected):
+def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, unanimous, choice_kind,
+            choice_id, proposed, rejected):
     # Reads only state fixed during the round. Stamp writes from several threads to one supporter all
-    # carry the same value (as on the GPU), so their order does not matter.
+    # carry the same value (as on the GPU), so their order does not matter. Rejections only count in
+    # unanimous rounds; in the others only the pick is stamped.
     for i in prange(viol.shape[0]):
         if covered[i]:
             continue
@@ -385,6 +431,10 @@ def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stam
         choice_id[i] = best_id
         if best_kind == KIND_NONE:
             continue
+        if not unanimous:
+            if best_kind == KIND_SUPPORT:
+                proposed[best_id] = stamp
+            continue
         for k in range(cand_ptr[i], cand_ptr[i + 1]):
             v = cand[k]
             if best_kind == KIND_SUPPORT and best_id == v:
@@ -394,7 +444,8 @@ def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stam
 
 
 @_dual
-def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected, stamp, unanimous, t_inf, cost_frame):
+def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected, stamp, unanimous, t_inf, t_rec,
+           cost_frame, packed):
     # A violator is covered by its self move or by any supporter selected this round (proposed by
     # some violator, rejected by none). Each thread writes only its own violator's cells.
     active = 0
@@ -405,9 +456,13 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejecte
         if choice_kind[i] == KIND_SELF:
             u = viol[i]
             t_inf[u] = min(t_inf[u], self_b[i])
+            set_hits(packed, u, t_inf, t_rec)
             cost_frame[u] = -1  # its support cost changed
             covered[i] = True
             self_moves += 1
+            continue
+        if not unanimous:  # its own pick is selected
+            covered[i] = True
             continue
         hit = False
         for k in range(cand_ptr[i], cand_ptr[i + 1]):
@@ -422,7 +477,7 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejecte
 
 @_dual
 def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced,
-                    cost_frame, count):
+                    cost_frame, count, packed):
     # One thread per supporter of this round: the selected ones become infected at a - 1;
     # advanced[j] says whether supporter j's onset moved (to a - 1, where the next frame screens it).
     for j in prange(n_round):
@@ -435,10 +490,11 @@ def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a
             advanced[j] = t_inf[v] > a - 1
             t_inf[v] = min(t_inf[v], a - 1)
             t_rec[v] = max(t_rec[v], a)
+            set_hits(packed, v, t_inf, t_rec)
             cost_frame[v] = -1  # its support cost changed
 
 
-def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vertex, round_list,
+def _frame_rounds(gamma, t_inf, t_rec, packed, viol, cand_ptr, cand, self_b, a, per_vertex, round_list,
                   stats) -> np.ndarray:
     """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1
     and the violators left (forced).
@@ -472,12 +528,12 @@ def _frame_rounds(gamma, t_inf, t_rec, viol, cand_ptr, cand, self_b, a, per_vert
         rounds += 1
         n_round = _count_served(nv, cand_ptr, cand, covered, count, round_list, reserved, slot)
         _support_keys(n_round, gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key)
-        _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, choice_kind, choice_id,
-                proposed, rejected)
+        _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, unanimous, choice_kind,
+                choice_id, proposed, rejected)
         active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected,
-                                    stamp, unanimous, t_inf, cost_frame)
+                                    stamp, unanimous, t_inf, t_rec, cost_frame, packed)
         _apply_supports(n_round, round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec,
-                        advanced, cost_frame, count)
+                        advanced, cost_frame, count, packed)
         moved.append(round_list[:n_round][advanced[:n_round]])
         stats[1] += self_moves
         if active == 0:
@@ -496,23 +552,21 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
     to a by frame a + 1 (a self move lands on a supported frame and can never violate), the same
     set the CUDA kernels find by scanning every vertex. ``violating`` (the nonzero
     :func:`census_flags` of the input) narrows the first group to the input's violators: support
-    only grows, so a vertex supported at its unchanged onset stays supported. Works on interleaved
-    copies ((n, 2): a vertex's onset and recovery, or its observation window, share a cache line),
-    since nearly every access is a random neighbour lookup.
+    only grows, so a vertex supported at its unchanged onset stays supported. Nearly every access is
+    a random neighbour lookup: the searches read the packed states (:func:`pack_states`), the rules
+    an interleaved copy of the hitting times ((n, 2): onset and recovery share a cache line).
     """
     n = t_inf.shape[0]
+    packed = _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T)
     hit = np.empty((n, 2), dtype=np.int64)
     hit[:, 0] = t_inf
     hit[:, 1] = t_rec
-    window = np.empty((n, 2), dtype=np.int64)
-    window[:, 0] = onset_floor
-    window[:, 1] = recovery_ceiling
     per_vertex = np.zeros((n, 8), dtype=np.int64)
     per_vertex[:, 4] = -1
     round_list = np.empty(n + LIST_CHUNK * numba.config.NUMBA_NUM_THREADS, dtype=np.int64)
     stats = np.zeros(4, dtype=np.int64)
     left = []
-    ti, tr, lo, hi = hit[:, 0], hit[:, 1], window[:, 0], window[:, 1]
+    ti, tr = hit[:, 0], hit[:, 1]
     if violating is None:
         violating = np.ones(n, dtype=np.bool_)
     bucket_ptr, bucket = _onset_buckets(t_inf, T, violating)
@@ -524,7 +578,7 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
         slots = np.empty(int(slot_ptr[-1]), dtype=np.int64)
         n_cand = np.empty(pool.shape[0], dtype=np.int64)
         self_b = np.empty(pool.shape[0], dtype=np.int64)
-        _screen(pool.shape[0], indptr, indices, gamma, lo, hi, ti, tr, pool, a, slot_ptr, slots, n_cand, self_b)
+        _screen(pool.shape[0], indptr, indices, packed, pool, a, slot_ptr, slots, n_cand, self_b)
         kept = np.flatnonzero(n_cand >= 0)
         arrived = np.empty(0, dtype=np.int64)
         if kept.size:
@@ -532,7 +586,7 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
             np.cumsum(n_cand[kept], out=cand_ptr[1:])
             cand = np.empty(int(cand_ptr[-1]), dtype=np.int64)
             _compact_candidates(kept.shape[0], slots, slot_ptr, kept, cand_ptr, cand)
-            arrived, forced = _frame_rounds(gamma, ti, tr, pool[kept], cand_ptr, cand, self_b[kept], a,
+            arrived, forced = _frame_rounds(gamma, ti, tr, packed, pool[kept], cand_ptr, cand, self_b[kept], a,
                                             per_vertex, round_list, stats)
             left.append((a, forced))
     t_inf[:] = ti
