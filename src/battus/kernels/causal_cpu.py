@@ -141,7 +141,7 @@ better = numba.njit(cache=True)(better_py)
 
 # Below this many items a frame-round step runs serially: a parallel region costs a thread wake-up
 # (milliseconds on a loaded machine, where OpenMP workers are descheduled), and a frame has ~15.
-PARALLEL_MIN = 8192
+PARALLEL_MIN = 2048
 
 
 class _Dual:
@@ -391,11 +391,10 @@ def _support_keys(gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost
 
 
 @_dual
-def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, unanimous, choice_kind,
-            choice_id, proposed, rejected):
-    # Reads only state fixed during the round. Stamp writes from several threads to one supporter all
-    # carry the same value (as on the GPU), so their order does not matter. Rejections only count in
-    # unanimous rounds; in the others only the pick is stamped.
+def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, choice_kind, choice_id, picks):
+    # Reads only state fixed during the round; a support pick adds one to picks[v] per entry of v in
+    # the violator's list, so that picks[v] == count[v] says every entry serving v picked it (the
+    # unanimous selection) with one atomic per violator instead of a stamp per candidate.
     for i in prange(viol.shape[0]):
         if covered[i]:
             continue
@@ -429,25 +428,17 @@ def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stam
                 best_kind, best_id, best_key = KIND_SELF, u, own
         choice_kind[i] = best_kind
         choice_id[i] = best_id
-        if best_kind == KIND_NONE:
-            continue
-        if not unanimous:
-            if best_kind == KIND_SUPPORT:
-                proposed[best_id] = stamp
-            continue
-        for k in range(cand_ptr[i], cand_ptr[i + 1]):
-            v = cand[k]
-            if best_kind == KIND_SUPPORT and best_id == v:
-                proposed[v] = stamp
-            else:
-                rejected[v] = stamp
+        if best_kind == KIND_SUPPORT:
+            for k in range(cand_ptr[i], cand_ptr[i + 1]):
+                if cand[k] == best_id:
+                    atomic_add(picks, best_id, 1)
 
 
 @_dual
-def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected, stamp, unanimous, t_inf, t_rec,
-           cost_frame, packed):
-    # A violator is covered by its self move or by any supporter selected this round (proposed by
-    # some violator, rejected by none). Each thread writes only its own violator's cells.
+def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, unanimous, t_inf, t_rec, cost_frame,
+           packed):
+    # A violator is covered by its self move or by any supporter selected this round (picked by every
+    # uncovered violator it serves). Each thread writes only its own violator's cells.
     active = 0
     self_moves = 0
     for i in prange(viol.shape[0]):
@@ -467,8 +458,9 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejecte
         hit = False
         for k in range(cand_ptr[i], cand_ptr[i + 1]):
             v = cand[k]
-            if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
+            if picks[v] == count[v]:
                 hit = True
+                break
         covered[i] = hit
         if not hit:
             active += 1
@@ -476,8 +468,7 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejecte
 
 
 @_dual
-def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec, advanced,
-                    cost_frame, count, packed):
+def _apply_supports(round_list, n_round, count, picks, unanimous, a, t_inf, t_rec, advanced, cost_frame, packed):
     # One thread per supporter of this round: the selected ones become infected at a - 1;
     # advanced[j] says whether supporter j's onset moved (to a - 1, where the next frame screens it).
     for j in prange(n_round):
@@ -485,8 +476,10 @@ def _apply_supports(round_list, n_round, proposed, rejected, stamp, unanimous, a
         advanced[j] = False
         if v < 0:
             continue
+        selected = picks[v] == count[v] if unanimous else picks[v] > 0
         count[v] = 0
-        if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
+        picks[v] = 0
+        if selected:
             advanced[j] = t_inf[v] > a - 1
             t_inf[v] = min(t_inf[v], a - 1)
             t_rec[v] = max(t_rec[v], a)
@@ -499,16 +492,16 @@ def _frame_rounds(gamma, t_inf, t_rec, packed, viol, cand_ptr, cand, self_b, a, 
     """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1
     and the violators left (forced).
 
-    per_vertex (n, 8) int64, one cache line per vertex: 0 served count (0 outside a round), 2 proposed
-    stamp, 3 rejected stamp, 4 frame whose support cost is cached (-1: stale), 5 cost and 6 key (as
-    float64 bits); round_list (n + LIST_CHUNK * threads,): supporters of the round (-1: no entry).
-    stats: [0] violators seen, [1] self moves, [2] rounds (also the stamp).
+    per_vertex (n, 8) int64, one cache line per vertex: 0 served count and 1 picks (both 0 outside a
+    round), 4 frame whose support cost is cached (-1: stale), 5 cost and 6 key (as float64 bits);
+    round_list (n + LIST_CHUNK * threads,): supporters of the round (-1: no entry). stats: [0]
+    violators seen, [1] self moves, [2] rounds.
     A support cost depends only on the supporter's own hitting times, which change only when it is
     applied or self-moved (its cache is then dropped), so each is computed once per frame, and
     from the previous frame's by one more cell when possible.
     """
     nv = viol.shape[0]
-    count, _, proposed, rejected, cost_frame = (per_vertex[:, k] for k in range(5))
+    count, picks, cost_frame = per_vertex[:, 0], per_vertex[:, 1], per_vertex[:, 4]
     reserved = np.zeros(1, dtype=np.int64)
     slot = np.zeros(8 * numba.config.NUMBA_NUM_THREADS, dtype=np.int64)
     as_float = per_vertex.view(np.float64)
@@ -523,17 +516,15 @@ def _frame_rounds(gamma, t_inf, t_rec, packed, viol, cand_ptr, cand, self_b, a, 
     stats[0] += nv
     while True:
         stats[2] += 1
-        stamp = int(stats[2])
         unanimous = rounds < UNANIMOUS_ROUNDS
         rounds += 1
         n_round = _count_served(nv, cand_ptr, cand, covered, count, round_list, reserved, slot)
         _support_keys(n_round, gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key)
-        _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, stamp, unanimous, choice_kind,
-                choice_id, proposed, rejected)
-        active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, proposed, rejected,
-                                    stamp, unanimous, t_inf, t_rec, cost_frame, packed)
-        _apply_supports(n_round, round_list, n_round, proposed, rejected, stamp, unanimous, a, t_inf, t_rec,
-                        advanced, cost_frame, count, packed)
+        _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, choice_kind, choice_id, picks)
+        active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, unanimous,
+                                    t_inf, t_rec, cost_frame, packed)
+        _apply_supports(n_round, round_list, n_round, count, picks, unanimous, a, t_inf, t_rec, advanced,
+                        cost_frame, packed)
         moved.append(round_list[:n_round][advanced[:n_round]])
         stats[1] += self_moves
         if active == 0:
