@@ -75,16 +75,17 @@ def has_support_py(indptr, indices, t_inf, t_rec, u, f):
     return False
 
 
-def support_cost_py(gamma, t_inf, t_rec, v, f):
-    """Expected cells lost by making ``v`` infected at ``f``: S->I before its onset, R->I after recovery.
+def support_cost_py(gamma, onset, recovery, v, f):
+    """Expected cells lost by making ``v`` (hitting times ``onset``, ``recovery``) infected at ``f``:
+    S->I before its onset, R->I after its recovery.
 
     A cell decoded in state k and switched to I costs P(k) - 1/2, half the change in expected
     per-cell accuracy (P(k) - P(not k)); one posterior read per cell keeps the walk cheap.
     """
     cost = 0.0
-    for t in range(t_inf[v] - 1, f - 1, -1):  # backwards, so the sum for f - 1 extends the one for f
+    for t in range(onset - 1, f - 1, -1):  # backwards, so the sum for f - 1 extends the one for f
         cost += np.float64(gamma[0, t, v]) - 0.5
-    for t in range(t_rec[v], f + 1):
+    for t in range(recovery, f + 1):
         cost += np.float64(gamma[2, t, v]) - 0.5
     return cost
 
@@ -202,9 +203,16 @@ def pack_states(t_inf, t_rec, onset_floor, recovery_ceiling, packed):
 
 
 @numba.njit(cache=True)
-def set_hits(packed, v, t_inf, t_rec):
-    """Refresh the hitting times of ``v`` in its packed state (after a move)."""
-    packed[v] = (packed[v] & ~np.int64(0xFFFFFFFF)) | pack_hits(t_inf[v], t_rec[v])
+def set_hits(packed, v, onset, recovery):
+    """Set the hitting times of ``v`` in its packed state (its window stays)."""
+    packed[v] = (packed[v] & ~np.int64(0xFFFFFFFF)) | pack_hits(onset, recovery)
+
+
+@numba.njit(parallel=True, cache=True)
+def unpack_hits(packed, t_inf, t_rec):
+    for v in prange(packed.shape[0]):
+        t_inf[v] = packed[v] & PACK_MASK
+        t_rec[v] = (packed[v] >> 16) & PACK_MASK
 
 
 @numba.njit(parallel=True, cache=True)
@@ -371,7 +379,7 @@ def _count_served(cand_ptr, cand, covered, count, round_list, reserved, slot):
 
 
 @_dual
-def _support_keys(gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key):
+def _support_keys(gamma, packed, round_list, n_round, a, count, cost, cost_frame, key):
     # Key of every supporter of the round. Its cost is cached per frame; one cached for frame a + 1
     # of a vertex not moved since and not recovered by then (its R->I part is empty for both frames)
     # extends by the one cell at f = a - 1: bit for bit the sum support_cost would take afresh,
@@ -382,10 +390,13 @@ def _support_keys(gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost
         if v < 0:
             continue
         if cost_frame[v] != a:
-            if cost_frame[v] == a + 1 and t_rec[v] > a and t_inf[v] > a:
+            x = packed[v]  # the hitting times, from the packed copy (L2-resident)
+            onset = x & PACK_MASK
+            recovery = (x >> 16) & PACK_MASK
+            if cost_frame[v] == a + 1 and recovery > a and onset > a:
                 cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
             else:
-                cost[v] = support_cost(gamma, t_inf, t_rec, v, f)
+                cost[v] = support_cost(gamma, onset, recovery, v, f)
             cost_frame[v] = a
         key[v] = support_key(cost[v], count[v])
 
@@ -435,8 +446,7 @@ def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, choi
 
 
 @_dual
-def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, unanimous, t_inf, t_rec, cost_frame,
-           packed):
+def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, unanimous, cost_frame, packed):
     # A violator is covered by its self move or by any supporter selected this round (picked by every
     # uncovered violator it serves). Each thread writes only its own violator's cells.
     active = 0
@@ -446,8 +456,8 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, una
             continue
         if choice_kind[i] == KIND_SELF:
             u = viol[i]
-            t_inf[u] = min(t_inf[u], self_b[i])
-            set_hits(packed, u, t_inf, t_rec)
+            x = packed[u]
+            set_hits(packed, u, min(x & PACK_MASK, self_b[i]), (x >> 16) & PACK_MASK)
             cost_frame[u] = -1  # its support cost changed
             covered[i] = True
             self_moves += 1
@@ -468,7 +478,7 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, una
 
 
 @_dual
-def _apply_supports(round_list, n_round, count, picks, unanimous, a, t_inf, t_rec, advanced, cost_frame, packed):
+def _apply_supports(round_list, n_round, count, picks, unanimous, a, advanced, cost_frame, packed):
     # One thread per supporter of this round: the selected ones become infected at a - 1;
     # advanced[j] says whether supporter j's onset moved (to a - 1, where the next frame screens it).
     for j in prange(n_round):
@@ -480,14 +490,14 @@ def _apply_supports(round_list, n_round, count, picks, unanimous, a, t_inf, t_re
         count[v] = 0
         picks[v] = 0
         if selected:
-            advanced[j] = t_inf[v] > a - 1
-            t_inf[v] = min(t_inf[v], a - 1)
-            t_rec[v] = max(t_rec[v], a)
-            set_hits(packed, v, t_inf, t_rec)
+            x = packed[v]
+            onset = x & PACK_MASK
+            advanced[j] = onset > a - 1
+            set_hits(packed, v, min(onset, a - 1), max((x >> 16) & PACK_MASK, a))
             cost_frame[v] = -1  # its support cost changed
 
 
-def _frame_rounds(gamma, t_inf, t_rec, packed, viol, cand_ptr, cand, self_b, a, per_vertex, round_list,
+def _frame_rounds(gamma, packed, viol, cand_ptr, cand, self_b, a, per_vertex, round_list,
                   stats) -> np.ndarray:
     """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1
     and the violators left (forced).
@@ -519,11 +529,11 @@ def _frame_rounds(gamma, t_inf, t_rec, packed, viol, cand_ptr, cand, self_b, a, 
         unanimous = rounds < UNANIMOUS_ROUNDS
         rounds += 1
         n_round = _count_served(nv, cand_ptr, cand, covered, count, round_list, reserved, slot)
-        _support_keys(n_round, gamma, t_inf, t_rec, round_list, n_round, a, count, cost, cost_frame, key)
+        _support_keys(n_round, gamma, packed, round_list, n_round, a, count, cost, cost_frame, key)
         _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, choice_kind, choice_id, picks)
         active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, unanimous,
-                                    t_inf, t_rec, cost_frame, packed)
-        _apply_supports(n_round, round_list, n_round, count, picks, unanimous, a, t_inf, t_rec, advanced,
+                                    cost_frame, packed)
+        _apply_supports(n_round, round_list, n_round, count, picks, unanimous, a, advanced,
                         cost_frame, packed)
         moved.append(round_list[:n_round][advanced[:n_round]])
         stats[1] += self_moves
@@ -544,20 +554,16 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
     set the CUDA kernels find by scanning every vertex. ``violating`` (the nonzero
     :func:`census_flags` of the input) narrows the first group to the input's violators: support
     only grows, so a vertex supported at its unchanged onset stays supported. Nearly every access is
-    a random neighbour lookup: the searches read the packed states (:func:`pack_states`), the rules
-    an interleaved copy of the hitting times ((n, 2): onset and recovery share a cache line).
+    a random neighbour lookup, so the rounds keep every vertex's hitting times and window in its
+    packed state (:func:`pack_states`, 8 bytes) and write the hitting times back at the end.
     """
     n = t_inf.shape[0]
     packed = _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T)
-    hit = np.empty((n, 2), dtype=np.int64)
-    hit[:, 0] = t_inf
-    hit[:, 1] = t_rec
     per_vertex = np.zeros((n, 8), dtype=np.int64)
     per_vertex[:, 4] = -1
     round_list = np.empty(n + LIST_CHUNK * numba.config.NUMBA_NUM_THREADS, dtype=np.int64)
     stats = np.zeros(4, dtype=np.int64)
     left = []
-    ti, tr = hit[:, 0], hit[:, 1]
     if violating is None:
         violating = np.ones(n, dtype=np.bool_)
     bucket_ptr, bucket = _onset_buckets(t_inf, T, violating)
@@ -577,11 +583,10 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
             np.cumsum(n_cand[kept], out=cand_ptr[1:])
             cand = np.empty(int(cand_ptr[-1]), dtype=np.int64)
             _compact_candidates(kept.shape[0], slots, slot_ptr, kept, cand_ptr, cand)
-            arrived, forced = _frame_rounds(gamma, ti, tr, packed, pool[kept], cand_ptr, cand, self_b[kept], a,
+            arrived, forced = _frame_rounds(gamma, packed, pool[kept], cand_ptr, cand, self_b[kept], a,
                                             per_vertex, round_list, stats)
             left.append((a, forced))
-    t_inf[:] = ti
-    t_rec[:] = tr
+    unpack_hits(packed, t_inf, t_rec)
     # every final violation is one of these (a vertex's final onset was screened, and support only
     # grows), all forced; those whose onset moved since are not violations any more
     stats[3] = sum(int(np.count_nonzero(t_inf[forced] == a)) for a, forced in left)

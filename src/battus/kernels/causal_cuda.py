@@ -435,7 +435,7 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
                     if cost_frame[v] == a + 1 and t_rec[v] > a and t_inf[v] > a:
                         cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
                     else:
-                        cost[v] = support_cost(gamma, t_inf, t_rec, v, f)
+                        cost[v] = support_cost(gamma, t_inf[v], t_rec[v], v, f)
                     cost_frame[v] = a
                 key[v] = support_key(cost[v], count[v])
             for i in range(tid, nv, size):
