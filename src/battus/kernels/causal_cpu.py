@@ -345,17 +345,21 @@ def _onset_buckets(t_inf, T, member):
     return ptr, members
 
 
+# served[v] holds a supporter's serving count (low half) and the picks it got (high half)
+COUNT_MASK = 0xFFFFFFFF
+PICK = 1 << 32
 # Round-list slots a thread reserves at a time (one shared atomic per reservation, not per supporter).
 LIST_CHUNK = 64
 
 
 @_dual
-def _count_served(cand_ptr, cand, covered, count, round_list, reserved, slot):
+def _count_served(cand_ptr, cand, covered, served, round_list, reserved, slot):
     # Every uncovered violator adds one to each of its supporters, atomically (a supporter may serve
     # violators of both threads); the first to arrive lists the supporter for the round, in slots its
     # thread reserved (slot[8 t] next, slot[8 t + 1] end: a cache line per thread). Unfilled reserved
     # slots are set to -1. The list's order depends on the threads' timing; nothing downstream does.
-    # count is zero outside a round (_apply_supports clears the round's supporters).
+    # served[v]: the count in its low 32 bits, the picks of _choose above; zero outside a round
+    # (_apply_supports clears the round's supporters).
     reserved[0] = 0
     for t in range(slot.shape[0] // 8):
         slot[8 * t] = 0
@@ -366,7 +370,7 @@ def _count_served(cand_ptr, cand, covered, count, round_list, reserved, slot):
         t = 8 * numba.get_thread_id()
         for k in range(cand_ptr[i], cand_ptr[i + 1]):
             v = cand[k]
-            if atomic_add(count, v, 1) == 0:
+            if atomic_add(served, v, 1) == 0:
                 if slot[t] == slot[t + 1]:
                     slot[t] = atomic_add(reserved, 0, LIST_CHUNK)
                     slot[t + 1] = slot[t] + LIST_CHUNK
@@ -379,7 +383,7 @@ def _count_served(cand_ptr, cand, covered, count, round_list, reserved, slot):
 
 
 @_dual
-def _support_keys(gamma, packed, round_list, n_round, a, count, cost, cost_frame, key):
+def _support_keys(gamma, packed, round_list, n_round, a, served, cost, cost_frame, key):
     # Key of every supporter of the round. Its cost is cached per frame; one cached for frame a + 1
     # of a vertex not moved since and not recovered by then (its R->I part is empty for both frames)
     # extends by the one cell at f = a - 1: bit for bit the sum support_cost would take afresh,
@@ -398,14 +402,14 @@ def _support_keys(gamma, packed, round_list, n_round, a, count, cost, cost_frame
             else:
                 cost[v] = support_cost(gamma, onset, recovery, v, f)
             cost_frame[v] = a
-        key[v] = support_key(cost[v], count[v])
+        key[v] = support_key(cost[v], served[v] & COUNT_MASK)
 
 
 @_dual
-def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, choice_kind, choice_id, picks):
-    # Reads only state fixed during the round; a support pick adds one to picks[v] per entry of v in
-    # the violator's list, so that picks[v] == count[v] says every entry serving v picked it (the
-    # unanimous selection) with one atomic per violator instead of a stamp per candidate.
+def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, choice_kind, choice_id, served):
+    # Reads only state fixed during the round; a support pick adds one to v's picks (the high half of
+    # served[v]) per entry of v in the violator's list, so that picks == count says every entry
+    # serving v picked it (the unanimous selection): one atomic per violator, no stamp per candidate.
     for i in prange(viol.shape[0]):
         if covered[i]:
             continue
@@ -442,11 +446,11 @@ def _choose(gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, choi
         if best_kind == KIND_SUPPORT:
             for k in range(cand_ptr[i], cand_ptr[i + 1]):
                 if cand[k] == best_id:
-                    atomic_add(picks, best_id, 1)
+                    atomic_add(served, best_id, PICK)
 
 
 @_dual
-def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, unanimous, cost_frame, packed):
+def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, served, unanimous, cost_frame, packed):
     # A violator is covered by its self move or by any supporter selected this round (picked by every
     # uncovered violator it serves). Each thread writes only its own violator's cells.
     active = 0
@@ -468,7 +472,8 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, una
         hit = False
         for k in range(cand_ptr[i], cand_ptr[i + 1]):
             v = cand[k]
-            if picks[v] == count[v]:
+            x = served[v]
+            if (x >> 32) == (x & COUNT_MASK):
                 hit = True
                 break
         covered[i] = hit
@@ -478,7 +483,7 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, una
 
 
 @_dual
-def _apply_supports(round_list, n_round, count, picks, unanimous, a, advanced, cost_frame, packed):
+def _apply_supports(round_list, n_round, served, unanimous, a, advanced, cost_frame, packed):
     # One thread per supporter of this round: the selected ones become infected at a - 1;
     # advanced[j] says whether supporter j's onset moved (to a - 1, where the next frame screens it).
     for j in prange(n_round):
@@ -486,9 +491,9 @@ def _apply_supports(round_list, n_round, count, picks, unanimous, a, advanced, c
         advanced[j] = False
         if v < 0:
             continue
-        selected = picks[v] == count[v] if unanimous else picks[v] > 0
-        count[v] = 0
-        picks[v] = 0
+        x = served[v]
+        selected = (x >> 32) == (x & COUNT_MASK) if unanimous else (x >> 32) > 0
+        served[v] = 0
         if selected:
             x = packed[v]
             onset = x & PACK_MASK
@@ -497,50 +502,127 @@ def _apply_supports(round_list, n_round, count, picks, unanimous, a, advanced, c
             cost_frame[v] = -1  # its support cost changed
 
 
-def _frame_rounds(gamma, packed, viol, cand_ptr, cand, self_b, a, per_vertex, round_list,
-                  stats) -> np.ndarray:
-    """Cover the violators ``viol`` of frame ``a``; returns the supporters whose onset moved to a - 1
-    and the violators left (forced).
+# the kernels as the frame driver calls them (compiled functions, no Python dispatch per call)
+_screen_p, _screen_s = _screen.parallel, _screen.serial
+_compact_p, _compact_s = _compact_candidates.parallel, _compact_candidates.serial
+_count_p, _count_s = _count_served.parallel, _count_served.serial
+_keys_p, _keys_s = _support_keys.parallel, _support_keys.serial
+_choose_p, _choose_s = _choose.parallel, _choose.serial
+_cover_p, _cover_s = _cover.parallel, _cover.serial
+_apply_p, _apply_s = _apply_supports.parallel, _apply_supports.serial
 
-    per_vertex (n, 8) int64, one cache line per vertex: 0 served count and 1 picks (both 0 outside a
-    round), 4 frame whose support cost is cached (-1: stale), 5 cost and 6 key (as float64 bits);
-    round_list (n + LIST_CHUNK * threads,): supporters of the round (-1: no entry). stats: [0]
-    violators seen, [1] self moves, [2] rounds.
-    A support cost depends only on the supporter's own hitting times, which change only when it is
-    applied or self-moved (its cache is then dropped), so each is computed once per frame, and
-    from the previous frame's by one more cell when possible.
+
+@numba.njit(cache=True)
+def _frames(indptr, indices, gamma, packed, bucket_ptr, bucket, T, unanimous_rounds, per_vertex, round_list, slot,
+            stats, left_frame):
+    """Frames T..1: screen the pool, list the candidates, run the rounds (see :func:`causal_repair`).
+
+    per_vertex (n, 4) int64, two vertices a cache line: 0 served count (low 32 bits) and picks (high
+    32 bits), both 0 outside a round, 1 frame whose support cost is cached (-1: stale), 2 cost and 3
+    key (as float64 bits). A support cost depends only on the supporter's own hitting times, which
+    change only when it is applied or self-moved (its cache is then dropped), so each is computed
+    once per frame, and from the previous frame's by one more cell when possible. round_list
+    (n + LIST_CHUNK * threads,): supporters of the round (-1: no entry). left_frame[u]: the last
+    frame at which u was left uncovered (no admissible supporter). Each step runs serially below
+    PARALLEL_MIN items.
     """
-    nv = viol.shape[0]
-    count, picks, cost_frame = per_vertex[:, 0], per_vertex[:, 1], per_vertex[:, 4]
-    reserved = np.zeros(1, dtype=np.int64)
-    slot = np.zeros(8 * numba.config.NUMBA_NUM_THREADS, dtype=np.int64)
+    n = packed.shape[0]
+    served = per_vertex[:, 0]
+    cost_frame = per_vertex[:, 1]
     as_float = per_vertex.view(np.float64)
-    cost, key = as_float[:, 5], as_float[:, 6]
-    covered = np.zeros(nv, dtype=np.bool_)
-    choice_kind = np.empty(nv, dtype=np.int64)
-    choice_id = np.empty(nv, dtype=np.int64)
-    self_key = np.full(nv, np.nan)
+    cost = as_float[:, 2]
+    key = as_float[:, 3]
+    reserved = np.zeros(1, dtype=np.int64)
     advanced = np.empty(round_list.shape[0], dtype=np.bool_)
-    moved = []
-    rounds = 0
-    stats[0] += nv
-    while True:
-        stats[2] += 1
-        unanimous = rounds < UNANIMOUS_ROUNDS
-        rounds += 1
-        n_round = _count_served(nv, cand_ptr, cand, covered, count, round_list, reserved, slot)
-        _support_keys(n_round, gamma, packed, round_list, n_round, a, count, cost, cost_frame, key)
-        _choose(nv, gamma, viol, cand_ptr, cand, covered, key, self_b, self_key, a, choice_kind, choice_id, picks)
-        active, self_moves = _cover(nv, viol, cand_ptr, cand, covered, choice_kind, self_b, count, picks, unanimous,
-                                    cost_frame, packed)
-        _apply_supports(n_round, round_list, n_round, count, picks, unanimous, a, advanced,
-                        cost_frame, packed)
-        moved.append(round_list[:n_round][advanced[:n_round]])
-        stats[1] += self_moves
-        if active == 0:
-            # what is still uncovered had no admissible supporter (forced); it stays a violation
-            # unless a lower frame later moves its onset
-            return np.concatenate(moved), viol[~covered]
+    arrived = np.empty(n, dtype=np.int64)  # supporters moved to the frame about to be screened
+    next_arrived = np.empty(n, dtype=np.int64)
+    n_arrived = 0
+    for a in range(T, 0, -1):
+        nb = bucket_ptr[a + 1] - bucket_ptr[a]
+        size = nb + n_arrived
+        if size == 0:
+            continue
+        pool = np.empty(size, dtype=np.int64)
+        pool[:nb] = bucket[bucket_ptr[a]:bucket_ptr[a + 1]]
+        pool[nb:] = arrived[:n_arrived]
+        n_arrived = 0
+        slot_ptr = np.empty(size + 1, dtype=np.int64)
+        slot_ptr[0] = 0
+        for i in range(size):
+            slot_ptr[i + 1] = slot_ptr[i] + indptr[pool[i] + 1] - indptr[pool[i]]
+        slots = np.empty(slot_ptr[size], dtype=np.int64)
+        n_cand = np.empty(size, dtype=np.int64)
+        self_b = np.empty(size, dtype=np.int64)
+        if size >= PARALLEL_MIN:
+            _screen_p(indptr, indices, packed, pool, a, slot_ptr, slots, n_cand, self_b)
+        else:
+            _screen_s(indptr, indices, packed, pool, a, slot_ptr, slots, n_cand, self_b)
+        kept = np.flatnonzero(n_cand >= 0)
+        nv = kept.shape[0]
+        if nv == 0:
+            continue
+        cand_ptr = np.empty(nv + 1, dtype=np.int64)
+        cand_ptr[0] = 0
+        for j in range(nv):
+            cand_ptr[j + 1] = cand_ptr[j] + n_cand[kept[j]]
+        cand = np.empty(cand_ptr[nv], dtype=np.int64)
+        if nv >= PARALLEL_MIN:
+            _compact_p(slots, slot_ptr, kept, cand_ptr, cand)
+        else:
+            _compact_s(slots, slot_ptr, kept, cand_ptr, cand)
+        viol = pool[kept]
+        viol_b = self_b[kept]
+        big = nv >= PARALLEL_MIN
+        covered = np.zeros(nv, dtype=np.bool_)
+        choice_kind = np.empty(nv, dtype=np.int64)
+        choice_id = np.empty(nv, dtype=np.int64)
+        self_key = np.full(nv, np.nan)
+        stats[0] += nv
+        rounds = 0
+        while True:
+            stats[2] += 1
+            unanimous = rounds < unanimous_rounds
+            rounds += 1
+            if big:
+                n_round = _count_p(cand_ptr, cand, covered, served, round_list, reserved, slot)
+            else:
+                n_round = _count_s(cand_ptr, cand, covered, served, round_list, reserved, slot)
+            if n_round >= PARALLEL_MIN:
+                _keys_p(gamma, packed, round_list, n_round, a, served, cost, cost_frame, key)
+            else:
+                _keys_s(gamma, packed, round_list, n_round, a, served, cost, cost_frame, key)
+            if big:
+                _choose_p(gamma, viol, cand_ptr, cand, covered, key, viol_b, self_key, a, choice_kind, choice_id,
+                          served)
+                active, self_moves = _cover_p(viol, cand_ptr, cand, covered, choice_kind, viol_b, served, unanimous,
+                                              cost_frame, packed)
+            else:
+                _choose_s(gamma, viol, cand_ptr, cand, covered, key, viol_b, self_key, a, choice_kind, choice_id,
+                          served)
+                active, self_moves = _cover_s(viol, cand_ptr, cand, covered, choice_kind, viol_b, served, unanimous,
+                                              cost_frame, packed)
+            if n_round >= PARALLEL_MIN:
+                _apply_p(round_list, n_round, served, unanimous, a, advanced, cost_frame, packed)
+            else:
+                _apply_s(round_list, n_round, served, unanimous, a, advanced, cost_frame, packed)
+            for j in range(n_round):
+                if advanced[j]:
+                    next_arrived[n_arrived] = round_list[j]
+                    n_arrived += 1
+            stats[1] += self_moves
+            if active == 0:
+                break
+        # what is still uncovered had no admissible supporter (forced); it stays a violation unless a
+        # lower frame later moves its onset
+        for i in range(nv):
+            if not covered[i]:
+                left_frame[viol[i]] = a
+        arrived, next_arrived = next_arrived, arrived
+    # every final violation was left at its final onset (a vertex's final onset was screened, and
+    # support only grows), all forced
+    for u in range(n):
+        if left_frame[u] >= 1 and (packed[u] & PACK_MASK) == left_frame[u]:
+            stats[3] += 1
 
 
 def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, T,
@@ -559,37 +641,19 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
     """
     n = t_inf.shape[0]
     packed = _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T)
-    per_vertex = np.zeros((n, 8), dtype=np.int64)
-    per_vertex[:, 4] = -1
-    round_list = np.empty(n + LIST_CHUNK * numba.config.NUMBA_NUM_THREADS, dtype=np.int64)
+    per_vertex = np.zeros((n, 4), dtype=np.int64)
+    per_vertex[:, 1] = -1
+    threads = numba.config.NUMBA_NUM_THREADS
+    round_list = np.empty(n + LIST_CHUNK * threads, dtype=np.int64)
+    slot = np.zeros(8 * threads, dtype=np.int64)
     stats = np.zeros(4, dtype=np.int64)
-    left = []
+    left_frame = np.full(n, -1, dtype=np.int64)
     if violating is None:
         violating = np.ones(n, dtype=np.bool_)
     bucket_ptr, bucket = _onset_buckets(t_inf, T, violating)
-    arrived = np.empty(0, dtype=np.int64)
-    for a in range(T, 0, -1):
-        pool = np.concatenate((bucket[bucket_ptr[a]:bucket_ptr[a + 1]], arrived))
-        slot_ptr = np.zeros(pool.shape[0] + 1, dtype=np.int64)
-        np.cumsum(indptr[pool + 1] - indptr[pool], out=slot_ptr[1:])
-        slots = np.empty(int(slot_ptr[-1]), dtype=np.int64)
-        n_cand = np.empty(pool.shape[0], dtype=np.int64)
-        self_b = np.empty(pool.shape[0], dtype=np.int64)
-        _screen(pool.shape[0], indptr, indices, packed, pool, a, slot_ptr, slots, n_cand, self_b)
-        kept = np.flatnonzero(n_cand >= 0)
-        arrived = np.empty(0, dtype=np.int64)
-        if kept.size:
-            cand_ptr = np.zeros(kept.shape[0] + 1, dtype=np.int64)
-            np.cumsum(n_cand[kept], out=cand_ptr[1:])
-            cand = np.empty(int(cand_ptr[-1]), dtype=np.int64)
-            _compact_candidates(kept.shape[0], slots, slot_ptr, kept, cand_ptr, cand)
-            arrived, forced = _frame_rounds(gamma, packed, pool[kept], cand_ptr, cand, self_b[kept], a,
-                                            per_vertex, round_list, stats)
-            left.append((a, forced))
+    _frames(indptr, indices, np.asarray(gamma), packed, bucket_ptr, bucket, int(T), int(UNANIMOUS_ROUNDS), per_vertex,
+            round_list, slot, stats, left_frame)
     unpack_hits(packed, t_inf, t_rec)
-    # every final violation is one of these (a vertex's final onset was screened, and support only
-    # grows), all forced; those whose onset moved since are not violations any more
-    stats[3] = sum(int(np.count_nonzero(t_inf[forced] == a)) for a, forced in left)
     return stats
 
 
