@@ -481,3 +481,14 @@ def test_prediction_file_carries_feasible(tmp_path, canonical_causal):
     attrs = read_prediction(path)
     assert bool(attrs["feasible"]) == rec.extras["feasible"]
     assert int(attrs["causal_violations_forced"]) == rec.extras["causal_violations_forced"]
+
+
+def test_causal_decode_rejects_too_many_frames():
+    from types import SimpleNamespace
+
+    from battus.errors import InputError
+    from battus.kernels.causal_cpu import MAX_T
+
+    problem = SimpleNamespace(T=MAX_T + 1)
+    with pytest.raises(InputError, match="at most 65534 frames"):
+        causal_decode(CPUBackend(), None, problem, None, None, None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .decode import hitting_times
+from .errors import InputError
 from .graph import Graph
 from .kernels import causal_cpu as KC
 from .problem import Problem
@@ -63,7 +64,15 @@ def causal_decode(backend, prep, problem: Problem, gamma, t_inf, t_rec) -> tuple
     feasible and counts violations before and after and the forced ones.
     """
     T = int(problem.T)
-    if getattr(backend, "name", "cpu") == "cuda":
+    on_gpu = getattr(backend, "name", "cpu") == "cuda"
+    if on_gpu:
+        from .kernels.causal_cuda import MAX_T
+    else:
+        MAX_T = KC.MAX_T
+    if T > MAX_T:  # hitting times are packed into 16-bit (CPU) or 15-bit (CUDA) fields
+        raise InputError("--causal", "T", f"causal decoding supports at most {MAX_T} frames on the "
+                                          f"{'cuda' if on_gpu else 'cpu'} backend, this history has T = {T}")
+    if on_gpu:
         from .kernels import causal_cuda as KD
 
         t_inf, t_rec, counts = KD.causal_repair_device(prep, gamma, t_inf, t_rec, T)
