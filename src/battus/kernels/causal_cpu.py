@@ -27,7 +27,9 @@ violator picks it. After ``UNANIMOUS_ROUNDS`` such rounds one last round
 applies every remaining violator's own pick, so a frame takes at most
 ``UNANIMOUS_ROUNDS + 1`` rounds. The outcome does not depend on the order in
 which violators are visited: the CUDA kernels visit them in parallel and
-produce the same hitting times.
+produce the same hitting times, and the CPU kernels count serving supporters
+with atomic adds (:mod:`battus.kernels.atomics`) and list them in an order
+set by thread timing, without changing a bit of the result.
 
 Every move only lengthens infectious intervals, so supports established at
 later frames are never lost, and a support move only creates onsets at
