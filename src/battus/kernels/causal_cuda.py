@@ -282,6 +282,8 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
             if v != u and _infected_at(window[v], f):
                 cuda.atomic.add(n_adm, i, 1)
         grid.sync()
+        if a != 0:
+            return  # a frame reads its pool in one wave: nothing is left
         offset += chunk
         chunk *= 4
 
