@@ -119,44 +119,60 @@ def _count_moved(t_inf, t_rec, orig_inf, orig_rec, counters):
 
 
 @cuda.jit(device=True)
-def _grid_scan(vals, count, out, block_sums, sh, grid):
-    """out[i] = vals[0] + ... + vals[i-1] for i <= count (out[count] = total); three grid barriers.
+def _grid_scan(vals_a, vals_b, count, out_a, out_b, block_sums, sh, grid):
+    """Two exclusive prefix sums at once (three grid barriers for both): out_x[i] = vals_x[0] + ... +
+    vals_x[i-1] for i <= count, out_x[count] the total. One array is scanned by passing it twice.
 
-    ``sh`` is the block's int64 shared array of THREADS entries, allocated by the kernel (a shared
-    array declared here would be defined once per calling function, which NVVM refuses to link)."""
+    ``sh`` is the block's (2, THREADS) int64 shared array, allocated by the kernel (a shared array
+    declared here would be defined once per calling function, which NVVM refuses to link);
+    ``block_sums`` holds two entries per block."""
     tid = cuda.grid(1)
     size = cuda.gridsize(1)
     t = cuda.threadIdx.x
+    blocks = cuda.gridDim.x
     seg = (count + size - 1) // size
     lo = min(count, tid * seg)
     hi = min(count, lo + seg)
-    own = 0
+    own_a = 0
+    own_b = 0
     for i in range(lo, hi):
-        own += vals[i]
-    sh[t] = own
+        own_a += vals_a[i]
+        own_b += vals_b[i]
+    sh[0, t] = own_a
+    sh[1, t] = own_b
     cuda.syncthreads()
     off = 1
     while off < THREADS:
-        x = sh[t - off] if t >= off else 0
+        x_a = sh[0, t - off] if t >= off else 0
+        x_b = sh[1, t - off] if t >= off else 0
         cuda.syncthreads()
-        sh[t] += x
+        sh[0, t] += x_a
+        sh[1, t] += x_b
         cuda.syncthreads()
         off *= 2
     if t == THREADS - 1:
-        block_sums[cuda.blockIdx.x] = sh[t]
+        block_sums[cuda.blockIdx.x] = sh[0, t]
+        block_sums[blocks + cuda.blockIdx.x] = sh[1, t]
     grid.sync()
     if tid == 0:
-        run = 0
-        for b in range(cuda.gridDim.x):
-            x = block_sums[b]
-            block_sums[b] = run
-            run += x
-        out[count] = run
+        for k in range(2):
+            run = 0
+            for b in range(k * blocks, (k + 1) * blocks):
+                x = block_sums[b]
+                block_sums[b] = run
+                run += x
+            if k == 0:
+                out_a[count] = run
+            else:
+                out_b[count] = run
     grid.sync()
-    base = block_sums[cuda.blockIdx.x] + sh[t] - own
+    base_a = block_sums[cuda.blockIdx.x] + sh[0, t] - own_a
+    base_b = block_sums[blocks + cuda.blockIdx.x] + sh[1, t] - own_b
     for i in range(lo, hi):
-        out[i] = base
-        base += vals[i]
+        out_a[i] = base_a
+        out_b[i] = base_b
+        base_a += vals_a[i]
+        base_b += vals_b[i]
     grid.sync()
 
 
@@ -256,7 +272,7 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
             rest = indptr[u + 1] - indptr[u] - offset
             heavy_arcs[j] = min(rest, chunk) if state[i] == 1 and rest > 0 else 0
         grid.sync()
-        _grid_scan(heavy_arcs, n_heavy, heavy_ptr, block_sums, sh, grid)
+        _grid_scan(heavy_arcs, heavy_arcs, n_heavy, heavy_ptr, heavy_ptr, block_sums, sh, grid)
         total = heavy_ptr[n_heavy]
         if total == 0:
             return
@@ -289,6 +305,17 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
 
 
 @cuda.jit(device=True)
+def _choice(i, viol, viol_b, self_key, best_key, best_id):
+    """(kind, vertex) of violator i's pick: its best supporter (least key, then id), or its self move
+    when that is better (as the CPU's _choose), or none when it has no candidate."""
+    if best_id[i] == NO_ID:
+        return KIND_NONE, -1
+    if viol_b[i] >= 0 and better(self_key[i], KIND_SELF, viol[i], best_key[i], KIND_SUPPORT, best_id[i]):
+        return KIND_SELF, viol[i]
+    return KIND_SUPPORT, best_id[i]
+
+
+@cuda.jit(device=True)
 def _arc(pos, viol_ptr, nv, viol, indptr, indices):
     """(violator index, violator, in-neighbour) of arc ``pos`` of the frame's violators."""
     i = _owner(viol_ptr, nv, pos)
@@ -307,7 +334,7 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
             self_key, covered, hit, choice_kind, choice_id, best_key, best_id, count, cost, cost_frame, key, proposed,
             rejected, round_list, left_frame, ctl, stats):
     grid = cuda.cg.this_grid()
-    sh = cuda.shared.array(THREADS, numba.int64)
+    sh = cuda.shared.array((2, THREADS), numba.int64)
     tid = cuda.grid(1)
     size = cuda.gridsize(1)
     n = t_inf.shape[0]
@@ -396,8 +423,7 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
             stats[S_SEEN] += nv
         # candidates (admissible in-neighbours, owner and id) listed once per frame, so that the rounds
         # read them in order instead of searching arc owners and windows again
-        _grid_scan(viol_arcs, nv, viol_ptr, block_sums, sh, grid)
-        _grid_scan(viol_cand, nv, cand_ptr, block_sums, sh, grid)
+        _grid_scan(viol_arcs, viol_cand, nv, viol_ptr, cand_ptr, block_sums, sh, grid)
         arcs = viol_ptr[nv]
         n_cand = cand_ptr[nv]
         if tid == 0:
@@ -459,20 +485,12 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
                 if key[v] == best_key[i] and v < best_id[i]:
                     cuda.atomic.min(best_id, i, v)
             grid.sync()
-            # against the self move
+            # each violator's pick against its self move
             for i in range(tid, nv, size):
-                if covered[i]:
-                    continue
-                kind = KIND_NONE
-                pick = -1
-                if best_id[i] != NO_ID:
-                    kind = KIND_SUPPORT
-                    pick = best_id[i]
-                    if viol_b[i] >= 0 and better(self_key[i], KIND_SELF, viol[i], best_key[i], KIND_SUPPORT, pick):
-                        kind = KIND_SELF
-                        pick = viol[i]
-                choice_kind[i] = kind
-                choice_id[i] = pick
+                if not covered[i]:
+                    kind, pick = _choice(i, viol, viol_b, self_key, best_key, best_id)
+                    choice_kind[i] = kind
+                    choice_id[i] = pick
             grid.sync()
             for pos in range(tid, n_cand, size):
                 i = cand_owner[pos]
@@ -484,15 +502,17 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
                 else:
                     rejected[v] = stamp
             grid.sync()
-            # covered by any selected supporter (proposed by some violator, rejected by none)
-            for pos in range(tid, n_cand, size):
-                i = cand_owner[pos]
-                v = cand_v[pos]
-                if covered[i] or choice_kind[i] != KIND_SUPPORT:
-                    continue
-                if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
-                    hit[i] = 1
-            grid.sync()
+            # covered by any selected supporter (proposed by some violator, rejected by none); in the
+            # last round every pick is selected
+            if unanimous:
+                for pos in range(tid, n_cand, size):
+                    i = cand_owner[pos]
+                    v = cand_v[pos]
+                    if covered[i] or choice_kind[i] != KIND_SUPPORT:
+                        continue
+                    if proposed[v] == stamp and rejected[v] != stamp:
+                        hit[i] = 1
+                grid.sync()
             for i in range(tid, nv, size):
                 if covered[i] or choice_kind[i] == KIND_NONE:
                     continue
@@ -503,7 +523,7 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
                     cost_frame[u] = -1  # its support cost changed
                     covered[i] = 1
                     cuda.atomic.add(ctl, C_SELF + r, 1)
-                elif hit[i]:
+                elif hit[i] or not unanimous:
                     covered[i] = 1
                 else:
                     cuda.atomic.add(ctl, C_ACTIVE + r, 1)
@@ -575,7 +595,7 @@ def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, stop: int
     n = t_inf.shape[0]
     if T > MAX_T:
         raise ValueError(f"causal decoding on the GPU needs T <= {MAX_T}, got T = {T}")
-    blocks_cap = 1 if _simulated() else 1 << 16
+    blocks_cap = 2 if _simulated() else 1 << 17  # two entries per block (_grid_scan)
     i8, u8, i32, i64, f64 = np.int8, np.uint8, np.int32, np.int64, np.float64
     # per-vertex state is initialised by the kernel itself (no host-to-device copies of n-sized arrays)
     space = _Workspace([
