@@ -34,7 +34,7 @@ from battus.infer import method_options, reconstruct
 from battus.score import causal_violations, event_weighted, hermes_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu import build_problem  # noqa: E402  (the engine benchmark's graph and history)
+from cpu import add_problem_arguments, build_problem  # noqa: E402  (the engine benchmark's graph and history)
 
 CANONICAL = [
     # name, file under the DITTO mirror, HERMES published (F1, NRMSE)
@@ -87,10 +87,7 @@ def canonical_table(ditto: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=200_000)
-    parser.add_argument("--m", type=int, default=2_000_000)
-    parser.add_argument("--T", type=int, default=40)
-    parser.add_argument("--seed", type=int, default=123456789)
+    add_problem_arguments(parser)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--canonical", metavar="DITTO_DIR", help="print the canonical-suite table instead")
     parser.add_argument("--threads", type=int, help="Numba threads (default: all)")

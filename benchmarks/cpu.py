@@ -50,12 +50,17 @@ def timed(fn, repeat: int):
     return best, out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_problem_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark graph's options (see :func:`build_problem`), shared with benchmarks/causal.py."""
     parser.add_argument("--n", type=int, default=200_000)
     parser.add_argument("--m", type=int, default=2_000_000)
     parser.add_argument("--T", type=int, default=40)
     parser.add_argument("--seed", type=int, default=123456789)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_problem_arguments(parser)
     parser.add_argument("--ref-candidates", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()

@@ -148,6 +148,17 @@ def random_pairs(rng, n_ids=40, components=4, lines=120, id_scale=1000):
     return [pairs[i] for i in order]
 
 
+
+def _write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path``, gzip-compressed when the name ends in .gz."""
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "wt") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
 def write_snap(path: Path, pairs, sep="\t", extra=False, comments=True):
     lines = ["# Directed graph: test", "# FromNodeId\tToNodeId"] if comments else []
     for i, (u, v) in enumerate(pairs):
@@ -158,25 +169,13 @@ def write_snap(path: Path, pairs, sep="\t", extra=False, comments=True):
         if i == len(pairs) // 2 and comments:
             lines.append("# a comment in the middle")
             lines.append("")
-    text = "\n".join(lines) + "\n"
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "wt") as fh:
-            fh.write(text)
-    else:
-        path.write_text(text)
-    return path
+    return _write_text(path, "\n".join(lines) + "\n")
 
 
 def write_csv(path: Path, pairs, header=True):
     lines = ["source,target,weight"] if header else []
     lines += [f"{u},{v},{(u * 31 + v) % 7}" for u, v in pairs]
-    text = "\n".join(lines) + "\n"
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "wt") as fh:
-            fh.write(text)
-    else:
-        path.write_text(text)
-    return path
+    return _write_text(path, "\n".join(lines) + "\n")
 
 
 # --------------------------------------------------------------------------

@@ -77,15 +77,16 @@ def causal_decode(backend, prep, problem: Problem, gamma, t_inf, t_rec) -> tuple
 
         t_inf, t_rec, counts = KD.causal_repair_device(prep, gamma, t_inf, t_rec, T)
     else:
-        t_inf = np.ascontiguousarray(t_inf, dtype=np.int64).copy()
-        t_rec = np.ascontiguousarray(t_rec, dtype=np.int64).copy()
+        original_inf = np.ascontiguousarray(t_inf, dtype=np.int64)
+        original_rec = np.ascontiguousarray(t_rec, dtype=np.int64)
+        t_inf, t_rec = original_inf.copy(), original_rec.copy()
         floor, ceiling = KC.observation_window_arrays(prep.obs_times, prep.obs_states, prep.n, T)
         indptr, indices = prep.indptr, prep.indices
-        flags = KC.census_flags(indptr, indices, t_inf, t_rec, floor, ceiling, T)
+        packed = KC.packed_states(t_inf, t_rec, floor, ceiling, T)
+        flags = KC.census_flags(indptr, indices, t_inf, t_rec, floor, ceiling, T, packed=packed)
         before = KC.census_counts(flags, t_inf, T)
-        original_inf, original_rec = t_inf.copy(), t_rec.copy()
         stats = KC.causal_repair(indptr, indices, np.asarray(gamma), floor, ceiling, t_inf, t_rec, T,
-                                 violating=flags != 0)
+                                 violating=flags != 0, packed=packed)
         # the repair knows what it left (all forced); the scorer's certify_violations recounts it
         # independently, and the tests hold the two equal
         events = int(np.count_nonzero((t_inf > 0) & (t_inf <= T)))

@@ -63,18 +63,42 @@ KIND_NONE = -1
 # rules shared with the CUDA kernels (plain functions, compiled by each backend)
 
 
-def can_be_infected_py(onset_floor, recovery_ceiling, v, f):
-    """Whether some observation-consistent history has ``v`` infected at frame ``f``."""
-    return onset_floor[v] <= f and f < recovery_ceiling[v]
+def observation_window_py(obs_times, obs_states, T, v):
+    """(onset floor, recovery ceiling) of ``v``: 1 + the last frame observed S (0 if none) and the first
+    frame observed R (T + 1 if none); ``v`` may be infected exactly at the frames in between."""
+    lo = 0
+    hi = T + 1
+    for k in range(obs_times.shape[0]):
+        s = obs_states[k, v]
+        if s == 0:
+            lo = obs_times[k] + 1
+        elif s == 2 and hi == T + 1:
+            hi = obs_times[k]
+    return lo, hi
 
 
-def has_support_py(indptr, indices, t_inf, t_rec, u, f):
-    """Whether an in-neighbour of ``u`` is infected at frame ``f``."""
-    for e in range(indptr[u], indptr[u + 1]):
-        v = indices[e]
-        if t_inf[v] <= f and f < t_rec[v]:
-            return True
-    return False
+def within_py(lo, hi, f):
+    """Whether frame ``f`` lies in [lo, hi): a neighbour with hitting times (lo, hi) is infected at f
+    (it supports an onset at f + 1), or a vertex with window (lo, hi) may be infected at f."""
+    return lo <= f and f < hi
+
+
+def support_frame_py(onset, recovery, a):
+    """The latest frame b < a at which a neighbour with hitting times (onset, recovery) supports an onset
+    (it is infected at b - 1: its last infected frame not after a - 2, plus one), or -1."""
+    last = min(recovery - 1, a - 2)
+    return last + 1 if onset <= last else -1
+
+
+def self_frame_py(latest_support, onset_floor):
+    """A violator's self move: the latest supported frame its window allows (``latest_support`` the
+    maximum of support_frame over its in-neighbours), else 0 (a seed) when nothing was observed S
+    before, else -1 (no self move)."""
+    if latest_support >= 1 and latest_support >= onset_floor:
+        return latest_support
+    if onset_floor == 0:
+        return 0
+    return -1
 
 
 def support_cost_py(gamma, onset, recovery, v, f):
@@ -90,23 +114,6 @@ def support_cost_py(gamma, onset, recovery, v, f):
     for t in range(recovery, f + 1):
         cost += np.float64(gamma[2, t, v]) - 0.5
     return cost
-
-
-def self_frame_py(indptr, indices, onset_floor, t_inf, t_rec, u, a):
-    """Latest frame b < a the observations allow as ``u``'s onset with support at b - 1 (0 = seed), else -1."""
-    # One pass: in-neighbour v is infected at frames t_inf[v] .. t_rec[v] - 1, so its latest
-    # infected frame not after a - 2 is min(t_rec[v] - 1, a - 2), giving support at the frame after.
-    best = -1
-    for e in range(indptr[u], indptr[u + 1]):
-        v = indices[e]
-        last = min(t_rec[v] - 1, a - 2)
-        if t_inf[v] <= last and last + 1 > best:
-            best = last + 1
-    if best >= 1 and best >= onset_floor[u]:
-        return best
-    if onset_floor[u] == 0:
-        return 0
-    return -1
 
 
 def self_cost_py(gamma, u, b, a):
@@ -134,21 +141,25 @@ def better_py(key_a, kind_a, id_a, key_b, kind_b, id_b):
     return id_a < id_b
 
 
-can_be_infected = numba.njit(cache=True)(can_be_infected_py)
-has_support = numba.njit(cache=True)(has_support_py)
+observation_window_rule = numba.njit(cache=True)(observation_window_py)
+within = numba.njit(cache=True)(within_py)
+support_frame = numba.njit(cache=True)(support_frame_py)
+self_frame = numba.njit(cache=True)(self_frame_py)
 support_cost = numba.njit(cache=True)(support_cost_py)
-# self_frame_py and self_cost_py are inlined on the CPU (in _screen and _choose, fused with other
-# work); the tests hold those against the CUDA kernels, which call the rules themselves.
+# self_cost_py is inlined on the CPU (in _choose, with an early exit); the tests hold it against the
+# CUDA kernels, which call the rule itself.
 support_key = numba.njit(cache=True)(support_key_py)
 better = numba.njit(cache=True)(better_py)
 
 # Below this many items a frame-round step runs serially: a parallel region costs a thread wake-up
-# (milliseconds on a loaded machine, where OpenMP workers are descheduled), and a frame has ~15.
+# (milliseconds on a loaded machine, where OpenMP workers are descheduled). 2,048 rather than 8,192
+# took the decoder from ~130 to ~118 ms on the engine benchmark graph (2 threads, quiet machine).
 PARALLEL_MIN = 2048
 
 
 class _Dual:
-    """A prange kernel compiled twice: parallel for large inputs, serial (prange = range) for small ones."""
+    """A prange kernel compiled twice: ``parallel``, and ``serial`` (prange = range) for small inputs;
+    :func:`_frames` picks one by the step's size against PARALLEL_MIN."""
 
     def __init__(self, fn) -> None:
         serial = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__,
@@ -156,9 +167,6 @@ class _Dual:
         serial.__qualname__ = fn.__qualname__ + "_serial"  # its own on-disk cache entry
         self.parallel = numba.njit(parallel=True, cache=True)(fn)
         self.serial = numba.njit(cache=True)(serial)
-
-    def __call__(self, size: int, *args):
-        return (self.parallel if size >= PARALLEL_MIN else self.serial)(*args)
 
 
 def _dual(fn) -> _Dual:
@@ -171,19 +179,9 @@ def _dual(fn) -> _Dual:
 
 @numba.njit(parallel=True, cache=True)
 def observation_window(obs_times, obs_states, T, onset_floor, recovery_ceiling):
-    """onset_floor[v] = 1 + last frame observed S (0 if none); recovery_ceiling[v] = first frame observed R (T+1)."""
-    n = onset_floor.shape[0]
-    for v in prange(n):
-        lo = 0
-        hi = T + 1
-        for k in range(obs_times.shape[0]):
-            s = obs_states[k, v]
-            if s == 0:
-                lo = obs_times[k] + 1
-            elif s == 2 and hi == T + 1:
-                hi = obs_times[k]
-        onset_floor[v] = lo
-        recovery_ceiling[v] = hi
+    """onset_floor[v], recovery_ceiling[v] of every vertex (:func:`observation_window_py`)."""
+    for v in prange(onset_floor.shape[0]):
+        onset_floor[v], recovery_ceiling[v] = observation_window_rule(obs_times, obs_states, T, v)
 
 
 # The neighbour searches (census, screening) read one int64 per in-neighbour holding its onset,
@@ -204,6 +202,12 @@ def pack_states(t_inf, t_rec, onset_floor, recovery_ceiling, packed):
         packed[v] = pack_hits(t_inf[v], t_rec[v]) | (onset_floor[v] << 32) | (recovery_ceiling[v] << 48)
 
 
+@numba.njit(cache=True, inline="always")
+def unpack(x):
+    """(onset, recovery, onset floor, recovery ceiling) of a packed state."""
+    return x & PACK_MASK, (x >> 16) & PACK_MASK, (x >> 32) & PACK_MASK, (x >> 48) & PACK_MASK
+
+
 @numba.njit(cache=True)
 def set_hits(packed, v, onset, recovery):
     """Set the hitting times of ``v`` in its packed state (its window stays)."""
@@ -213,14 +217,12 @@ def set_hits(packed, v, onset, recovery):
 @numba.njit(parallel=True, cache=True)
 def unpack_hits(packed, t_inf, t_rec):
     for v in prange(packed.shape[0]):
-        t_inf[v] = packed[v] & PACK_MASK
-        t_rec[v] = (packed[v] >> 16) & PACK_MASK
+        t_inf[v], t_rec[v], _, _ = unpack(packed[v])
 
 
 @numba.njit(parallel=True, cache=True)
 def _census_flags(indptr, indices, packed, T, flags):
     # flags[u]: 0 no event or supported, 1 violation with an admissible supporter, 2 forced violation
-    # (has_support, then can_be_infected over the in-arcs, on the packed states)
     n = packed.shape[0]
     for u in prange(n):
         a = packed[u] & PACK_MASK
@@ -230,8 +232,8 @@ def _census_flags(indptr, indices, packed, T, flags):
         f = a - 1
         supported = False
         for e in range(indptr[u], indptr[u + 1]):
-            x = packed[indices[e]]
-            if (x & PACK_MASK) <= f and f < ((x >> 16) & PACK_MASK):
+            onset, recovery, _, _ = unpack(packed[indices[e]])
+            if within(onset, recovery, f):
                 supported = True
                 break
         if supported:
@@ -239,13 +241,14 @@ def _census_flags(indptr, indices, packed, T, flags):
         flags[u] = 2
         for e in range(indptr[u], indptr[u + 1]):
             v = indices[e]
-            x = packed[v]
-            if v != u and ((x >> 32) & PACK_MASK) <= f and f < ((x >> 48) & PACK_MASK):
+            _, _, lo, hi = unpack(packed[v])
+            if v != u and within(lo, hi, f):
                 flags[u] = 1
                 break
 
 
-def _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T) -> np.ndarray:
+def packed_states(t_inf, t_rec, onset_floor, recovery_ceiling, T) -> np.ndarray:
+    """Every vertex's packed state (:func:`pack_states`), checking that T fits the 16-bit fields."""
     if T > MAX_T:
         raise ValueError(f"causal decoding supports T <= {MAX_T}, got T = {T}")
     packed = np.empty(t_inf.shape[0], dtype=np.int64)
@@ -255,10 +258,13 @@ def _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T) -> np.ndarray:
     return packed
 
 
-def census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T) -> np.ndarray:
-    """Per vertex: 0 no event or supported, 1 violation some in-neighbour could support, 2 forced violation."""
+def census_flags(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceiling, T, packed=None) -> np.ndarray:
+    """Per vertex: 0 no event or supported, 1 violation some in-neighbour could support, 2 forced violation.
+    ``packed``: the states of these arrays from :func:`packed_states`, when the caller has them."""
+    if packed is None:
+        packed = packed_states(t_inf, t_rec, onset_floor, recovery_ceiling, T)
     flags = np.empty(t_inf.shape[0], dtype=np.uint8)
-    _census_flags(indptr, indices, _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T), T, flags)
+    _census_flags(indptr, indices, packed, T, flags)
     return flags
 
 
@@ -281,8 +287,7 @@ def violation_census(indptr, indices, t_inf, t_rec, onset_floor, recovery_ceilin
 def _screen(indptr, indices, packed, pool, a, slot_ptr, slots, n_cand, self_b):
     # For each vertex of ``pool`` whose onset is a, one pass over its in-arcs: n_cand = number of
     # admissible supporters when it violates (-1 when it has support or its onset moved), written to
-    # slots[slot_ptr[i]:], and its self option. Same outcome as has_support, can_be_infected and
-    # self_frame applied one after the other (the CUDA kernels do that), with a third of the reads.
+    # slots[slot_ptr[i]:], and its self option (the rules as the CUDA kernels apply them).
     f = a - 1
     for i in prange(pool.shape[0]):
         u = pool[i]
@@ -296,29 +301,18 @@ def _screen(indptr, indices, packed, pool, a, slot_ptr, slots, n_cand, self_b):
         base = slot_ptr[i]
         for e in range(indptr[u], indptr[u + 1]):
             v = indices[e]
-            x = packed[v]
-            ti = x & PACK_MASK
-            tr = (x >> 16) & PACK_MASK
-            if ti <= f and f < tr:
+            onset, recovery, lo, hi = unpack(packed[v])
+            if within(onset, recovery, f):
                 supported = True
                 break
-            last = min(tr - 1, a - 2)
-            if ti <= last and last + 1 > best:
-                best = last + 1
-            if v != u and ((x >> 32) & PACK_MASK) <= f and f < ((x >> 48) & PACK_MASK):
+            best = max(best, support_frame(onset, recovery, a))
+            if v != u and within(lo, hi, f):
                 slots[base + k] = v
                 k += 1
         if supported:
             continue
         n_cand[i] = k
-        floor_u = (own >> 32) & PACK_MASK
-        if best >= 1 and best >= floor_u:
-            b = best
-        elif floor_u == 0:
-            b = 0
-        else:
-            b = -1
-        self_b[i] = b
+        self_b[i] = self_frame(best, (own >> 32) & PACK_MASK)
 
 
 @_dual
@@ -396,9 +390,7 @@ def _support_keys(gamma, packed, round_list, n_round, a, served, cost, cost_fram
         if v < 0:
             continue
         if cost_frame[v] != a:
-            x = packed[v]  # the hitting times, from the packed copy (L2-resident)
-            onset = x & PACK_MASK
-            recovery = (x >> 16) & PACK_MASK
+            onset, recovery, _, _ = unpack(packed[v])  # from the packed copy (L2-resident)
             if cost_frame[v] == a + 1 and recovery > a and onset > a:
                 cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
             else:
@@ -462,8 +454,8 @@ def _cover(viol, cand_ptr, cand, covered, choice_kind, self_b, served, unanimous
             continue
         if choice_kind[i] == KIND_SELF:
             u = viol[i]
-            x = packed[u]
-            set_hits(packed, u, min(x & PACK_MASK, self_b[i]), (x >> 16) & PACK_MASK)
+            onset, recovery, _, _ = unpack(packed[u])
+            set_hits(packed, u, min(onset, self_b[i]), recovery)
             cost_frame[u] = -1  # its support cost changed
             covered[i] = True
             self_moves += 1
@@ -497,10 +489,9 @@ def _apply_supports(round_list, n_round, served, unanimous, a, advanced, cost_fr
         selected = (x >> 32) == (x & COUNT_MASK) if unanimous else (x >> 32) > 0
         served[v] = 0
         if selected:
-            x = packed[v]
-            onset = x & PACK_MASK
+            onset, recovery, _, _ = unpack(packed[v])
             advanced[j] = onset > a - 1
-            set_hits(packed, v, min(onset, a - 1), max((x >> 16) & PACK_MASK, a))
+            set_hits(packed, v, min(onset, a - 1), max(recovery, a))
             cost_frame[v] = -1  # its support cost changed
 
 
@@ -628,7 +619,7 @@ def _frames(indptr, indices, gamma, packed, bucket_ptr, bucket, T, unanimous_rou
 
 
 def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, T,
-                  violating=None) -> np.ndarray:
+                  violating=None, packed=None) -> np.ndarray:
     """Run the frame rounds from T down to 1 in place on ``t_inf``/``t_rec``.
 
     Returns stats: [0] violators seen, [1] self moves, [2] rounds, [3] violations left (all forced).
@@ -639,10 +630,12 @@ def causal_repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, 
     :func:`census_flags` of the input) narrows the first group to the input's violators: support
     only grows, so a vertex supported at its unchanged onset stays supported. Nearly every access is
     a random neighbour lookup, so the rounds keep every vertex's hitting times and window in its
-    packed state (:func:`pack_states`, 8 bytes) and write the hitting times back at the end.
+    packed state (:func:`pack_states`, 8 bytes) and write the hitting times back at the end;
+    ``packed`` (:func:`packed_states` of the same arrays) is used, and changed, when given.
     """
     n = t_inf.shape[0]
-    packed = _packed(t_inf, t_rec, onset_floor, recovery_ceiling, T)
+    if packed is None:
+        packed = packed_states(t_inf, t_rec, onset_floor, recovery_ceiling, T)
     per_vertex = np.zeros((n, 4), dtype=np.int64)
     per_vertex[:, 1] = -1
     threads = numba.config.NUMBA_NUM_THREADS

@@ -61,6 +61,10 @@ LIGHT_ARCS = 32
 
 support_cost = cuda.jit(device=True)(KC.support_cost_py)
 self_cost = cuda.jit(device=True)(KC.self_cost_py)
+observation_window_rule = cuda.jit(device=True)(KC.observation_window_py)
+within = cuda.jit(device=True)(KC.within_py)
+support_frame = cuda.jit(device=True)(KC.support_frame_py)
+self_frame = cuda.jit(device=True)(KC.self_frame_py)
 support_key = cuda.jit(device=True)(KC.support_key_py)
 better = cuda.jit(device=True)(KC.better_py)
 
@@ -82,29 +86,16 @@ C_ACTIVE = 8  # 2 slots: violators with an option still uncovered after the roun
 C_SELF = 10  # 2 slots: self moves of the round
 C_BEFORE = 12  # 3 slots: input events, violations, forced
 C_AFTER = 15  # 2 slots: output events, violations left
-C_DIAG = 17  # 4 slots: census items and arcs left to the grid, violator arcs and candidates over all frames
-C_SIZE = 21
+C_SIZE = 17
 # stats (int64), as the CPU's: violators seen, self moves, rounds, violations left
 S_SEEN, S_SELF, S_ROUNDS, S_LEFT = 0, 1, 2, 3
-# where the kernel stops: after the input census, after bucketing its violators (for profiling), at the end
-STOP_CENSUS, STOP_BUCKETS, STOP_NONE = 1, 2, 0
 
 
 @cuda.jit
 def _observation_window(obs_times, obs_states, T, onset_floor, recovery_ceiling):
     v = cuda.grid(1)
-    if v >= onset_floor.shape[0]:
-        return
-    lo = 0
-    hi = T + 1
-    for k in range(obs_times.shape[0]):
-        s = obs_states[k, v]
-        if s == 0:
-            lo = obs_times[k] + 1
-        elif s == 2 and hi == T + 1:
-            hi = obs_times[k]
-    onset_floor[v] = lo
-    recovery_ceiling[v] = hi
+    if v < onset_floor.shape[0]:
+        onset_floor[v], recovery_ceiling[v] = observation_window_rule(obs_times, obs_states, T, v)
 
 
 @cuda.jit
@@ -198,9 +189,9 @@ def _pack(lo, hi):
 
 
 @cuda.jit(device=True)
-def _infected_at(packed, f):
-    """Whether packed (onset, recovery) has the vertex infected at f (as has_support's test)."""
-    return (packed & PACK_MASK) <= f and f < (packed >> PACK_BITS)
+def _within(packed, f):
+    """The rule ``within`` on a packed (onset, recovery) or (onset floor, recovery ceiling)."""
+    return within(packed & PACK_MASK, packed >> PACK_BITS, f)
 
 
 @cuda.jit(device=True)
@@ -219,7 +210,7 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
             arrived, light_arcs, state, best, n_adm, heavy, heavy_arcs, ctl, heavy_slot, block_sums, heavy_ptr,
             sh, grid):
     """Per pool item: state 0 skipped or supported, 1 violator; best = latest frame b with support at b - 1
-    (as self_frame's pass), n_adm = admissible supporters. Census (a = 0): each vertex at its own onset.
+    (the maximum of support_frame), n_adm = admissible supporters. Census (a = 0): each vertex at its own onset.
     Ends on a grid barrier."""
     tid = cuda.grid(1)
     size = cuda.gridsize(1)
@@ -239,15 +230,11 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
         for e in range(start, end):
             v = indices[e]
             x = hits[v]
-            ti = x & PACK_MASK
-            tr = x >> PACK_BITS
-            if ti <= f and f < tr:
+            if _within(x, f):
                 supported = True
                 break
-            last = min(tr - 1, ua - 2)
-            if ti <= last and last + 1 > top:
-                top = last + 1
-            if v != u and _infected_at(window[v], f):
+            top = max(top, support_frame(x & PACK_MASK, x >> PACK_BITS, ua))
+            if v != u and _within(window[v], f):
                 k += 1
         if supported:
             continue
@@ -276,8 +263,6 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
         total = heavy_ptr[n_heavy]
         if total == 0:
             return
-        if a == 0 and tid == 0:
-            ctl[C_DIAG + 1] += total
         for pos in range(tid, total, size):
             j = _owner(heavy_ptr, n_heavy, pos)
             i = heavy[j]
@@ -288,14 +273,10 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
             f = ua - 1
             v = indices[indptr[u] + offset + (pos - heavy_ptr[j])]
             x = hits[v]
-            ti = x & PACK_MASK
-            tr = x >> PACK_BITS
-            if ti <= f and f < tr:
+            if _within(x, f):
                 state[i] = 0  # every writer writes 0
-            last = min(tr - 1, ua - 2)
-            if ti <= last:
-                cuda.atomic.max(best, i, last + 1)
-            if v != u and _infected_at(window[v], f):
+            cuda.atomic.max(best, i, support_frame(x & PACK_MASK, x >> PACK_BITS, ua))
+            if v != u and _within(window[v], f):
                 cuda.atomic.add(n_adm, i, 1)
         grid.sync()
         if a != 0:
@@ -329,7 +310,7 @@ def _arc(pos, viol_ptr, nv, viol, indptr, indices):
 
 @cuda.jit
 def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, T, unanimous_rounds, light_arcs,
-            stop, window, hits, state, best, n_adm, heavy, heavy_arcs, heavy_ptr, block_sums, bucket, bucket_ptr,
+            census_only, window, hits, state, best, n_adm, heavy, heavy_arcs, heavy_ptr, block_sums, bucket, bucket_ptr,
             bucket_fill, arrived, viol, viol_b, viol_arcs, viol_ptr, viol_cand, cand_ptr, cand_fill, cand_owner, cand_v,
             self_key, covered, hit, choice_kind, choice_id, best_key, best_id, count, cost, cost_frame, key, proposed,
             rejected, round_list, left_frame, ctl, stats):
@@ -360,7 +341,7 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
                 cuda.atomic.add(ctl, C_BEFORE + 2, 1)
             cuda.atomic.add(bucket_fill, t_inf[u], 1)
     grid.sync()
-    if stop == STOP_CENSUS:
+    if census_only:
         return
     if tid == 0:
         run = 0
@@ -368,15 +349,12 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
             bucket_ptr[a] = run
             run += bucket_fill[a]
             bucket_fill[a] = bucket_ptr[a]
-        ctl[C_DIAG] = ctl[C_HEAVY]
         ctl[C_HEAVY] = 0
     grid.sync()
     for u in range(tid, n, size):
         if state[u] == 1:
             bucket[cuda.atomic.add(bucket_fill, t_inf[u], 1)] = u
     grid.sync()
-    if stop == STOP_BUCKETS:
-        return
 
     # -- frames
     stamp = 0
@@ -403,9 +381,7 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
             if state[i] != 1:
                 continue
             u = _item(i, a, bucket, bucket_ptr, arr_in)
-            b = best[i]
-            if not (b >= 1 and b >= onset_floor[u]):
-                b = 0 if onset_floor[u] == 0 else -1
+            b = self_frame(best[i], onset_floor[u])
             j = cuda.atomic.add(ctl, C_VIOL + p, 1)
             viol[j] = u
             viol_b[j] = b
@@ -426,12 +402,9 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
         _grid_scan(viol_arcs, viol_cand, nv, viol_ptr, cand_ptr, block_sums, sh, grid)
         arcs = viol_ptr[nv]
         n_cand = cand_ptr[nv]
-        if tid == 0:
-            ctl[C_DIAG + 2] += arcs
-            ctl[C_DIAG + 3] += n_cand
         for pos in range(tid, arcs, size):
             i, u, v = _arc(pos, viol_ptr, nv, viol, indptr, indices)
-            if v != u and _infected_at(window[v], f):
+            if v != u and _within(window[v], f):
                 slot = cand_ptr[i] + cuda.atomic.add(cand_fill, i, 1)
                 cand_owner[slot] = i
                 cand_v[slot] = v
@@ -566,14 +539,14 @@ def _grid(count: int) -> int:
     return max(1, (count + THREADS - 1) // THREADS)
 
 
-def _launch(args: tuple, blocks: int | None = None) -> None:
-    """One cooperative launch of :func:`_repair`: as many blocks as can be resident at once, or ``blocks``."""
+def _launch(args: tuple) -> None:
+    """One cooperative launch of :func:`_repair`: as many blocks as can be resident at once."""
     if _simulated():
         _repair[1, THREADS](*args)
         return
     kernel = _repair.specialize(*args)
     resident = next(iter(kernel.overloads.values())).max_cooperative_grid_blocks(THREADS)
-    kernel[max(1, min(resident, blocks or resident)), THREADS](*args)
+    kernel[max(1, resident), THREADS](*args)
 
 
 class _Workspace:
@@ -590,8 +563,8 @@ class _Workspace:
                        for o, (count, d) in zip(offsets, layout, strict=True)]
 
 
-def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, stop: int,
-         light_arcs: int, blocks: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, census_only: bool,
+         light_arcs: int) -> tuple[np.ndarray, np.ndarray]:
     n = t_inf.shape[0]
     if T > MAX_T:
         raise ValueError(f"causal decoding on the GPU needs T <= {MAX_T}, got T = {T}")
@@ -618,8 +591,8 @@ def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, stop: int
     stats = cuda.to_device(np.zeros(4, dtype=np.int64))
     bucket_fill = cuda.to_device(np.zeros(T + 2, dtype=np.int64))
     args = (indptr, indices, gamma, floor, ceiling, t_inf, t_rec, int(T), int(KC.UNANIMOUS_ROUNDS), int(light_arcs),
-            int(stop), *space.arrays[:11], bucket_fill, *space.arrays[11:], ctl, stats)
-    _launch(args, blocks)
+            bool(census_only), *space.arrays[:11], bucket_fill, *space.arrays[11:], ctl, stats)
+    _launch(args)
     return ctl.copy_to_host(), stats.copy_to_host()
 
 
@@ -635,17 +608,16 @@ def census_device(indptr, indices, t_inf, t_rec, floor, ceiling, T: int,
                   light_arcs: int = LIGHT_ARCS) -> tuple[int, int, int]:
     """(events, violations, forced) of device hitting times, as :func:`causal_cpu.violation_census`."""
     gamma = cuda.device_array((1, 1, 1), dtype=np.float32)  # not read by the census
-    ctl, _ = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T, STOP_CENSUS, light_arcs)
+    ctl, _ = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T, True, light_arcs)
     return int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2])
 
 
 def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int,
-                         light_arcs: int = LIGHT_ARCS, census: bool = False, stop: int = STOP_NONE,
-                         blocks: int | None = None):
+                         light_arcs: int = LIGHT_ARCS, census: bool = False):
     """Frame rounds on device arrays, in place on ``t_inf``/``t_rec``; returns the stats vector of the CPU
     (violators seen, self moves, rounds, violations left), and with ``census`` also the input's and the
     output's (events, violations, forced)."""
-    ctl, stats = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T, stop, light_arcs, blocks)
+    ctl, stats = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T, False, light_arcs)
     if not census:
         return stats
     before = (int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2]))

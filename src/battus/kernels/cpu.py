@@ -94,15 +94,7 @@ def forward_backward(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_sta
         for s in range(seg_left.shape[0]):
             lo = seg_left[s]
             hi = seg_right[s]
-            if obs_index[lo] >= 0:
-                y = obs_states[obs_index[lo], u]
-                a_s = 1.0 if y == 0 else 0.0
-                a_i = 1.0 if y == 1 else 0.0
-                a_r = 1.0 if y == 2 else 0.0
-            else:
-                a_s = prior[0]
-                a_i = prior[1]
-                a_r = prior[2]
+            a_s, a_i, a_r = _segment_start(obs_index, obs_states, prior, lo, u)
             gamma[0, lo, u] = a_s
             gamma[1, lo, u] = a_i
             gamma[2, lo, u] = a_r
@@ -192,6 +184,15 @@ def map_hitting_times(gamma, with_recovery, t_inf, t_rec):
         t_rec[u] = tr
 
 
+def segment_start_py(obs_index, obs_states, prior, lo, u):
+    """Forward message of ``u`` at a segment's left frame ``lo``: its observed state there (one-hot),
+    or ``prior`` when that frame is unobserved. Compiled by both backends."""
+    if obs_index[lo] >= 0:
+        y = obs_states[obs_index[lo], u]
+        return (1.0 if y == 0 else 0.0), (1.0 if y == 1 else 0.0), (1.0 if y == 2 else 0.0)
+    return prior[0], prior[1], prior[2]
+
+
 def project_vertex_py(obs_times, obs_states, u, ti, tr):
     """Vertex u's hitting times clipped to agree with every observed snapshot.
 
@@ -222,6 +223,7 @@ def project_vertex_py(obs_times, obs_states, u, ti, tr):
 
 
 _project_vertex = numba.njit(cache=True, inline="always")(project_vertex_py)
+_segment_start = numba.njit(cache=True, inline="always")(segment_start_py)
 
 
 @numba.njit(parallel=True, cache=True)

@@ -214,6 +214,27 @@ def _log_sum_lane(indices, f_i, g, lane, beta, lo, hi):
     return acc
 
 
+@cuda.jit(device=True)
+def _warp_sum(acc):
+    """Sum over the warp by shuffles; lane 0 holds the total (same order on every call)."""
+    offset = WARP // 2
+    while offset > 0:
+        acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
+        offset //= 2
+    return acc
+
+
+@cuda.jit(device=True)
+def _tree_sum(sm, tid, pos, width, stride):
+    """Pairwise sum in shared memory over the entries tid + k * stride of a group (``pos``: this thread's
+    place in it, ``width``: half its size); the group's first thread ends up holding the total."""
+    while width > 0:
+        if pos < width:
+            sm[tid] += sm[tid + width * stride]
+        cuda.syncthreads()
+        width //= 2
+
+
 @cuda.jit
 def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_verts,
                      hub_start, hub_end, partial, n_thread_blocks, n_warp_blocks):
@@ -241,31 +262,20 @@ def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_v
             u = warp_verts[k]
             acc = _log_sum(indices, f_i, beta_i, indptr[u] + lane, indptr[u + 1], WARP)
         if SHUFFLE:
-            offset = WARP // 2
-            while offset > 0:
-                acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
-                offset //= 2
+            acc = _warp_sum(acc)
             if lane == 0 and k < warp_verts.shape[0]:
                 log_rho[warp_verts[k]] = acc
             return
         sm[tid] = acc
         cuda.syncthreads()
-        width = WARP // 2
-        while width > 0:
-            if lane < width:
-                sm[tid] += sm[tid + width]
-            cuda.syncthreads()
-            width //= 2
+        _tree_sum(sm, tid, lane, WARP // 2, 1)
         if lane == 0 and k < warp_verts.shape[0]:
             log_rho[warp_verts[k]] = sm[tid]
         return
     chunk = block - n_warp_blocks
     acc = _log_sum(indices, f_i, beta_i, hub_start[chunk] + tid, hub_end[chunk], bdim)
     if SHUFFLE:  # warps reduce with shuffles, then one barrier and a fixed-order sum
-        offset = WARP // 2
-        while offset > 0:
-            acc += cuda.shfl_down_sync(0xFFFFFFFF, acc, offset)
-            offset //= 2
+        acc = _warp_sum(acc)
         if tid % WARP == 0:
             sm[tid // WARP] = acc
         cuda.syncthreads()
@@ -277,12 +287,7 @@ def _pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_v
         return
     sm[tid] = acc
     cuda.syncthreads()
-    width = bdim // 2
-    while width > 0:
-        if tid < width:
-            sm[tid] += sm[tid + width]
-        cuda.syncthreads()
-        width //= 2
+    _tree_sum(sm, tid, tid, bdim // 2, 1)
     if tid == 0:
         partial[chunk] = sm[0]
 
@@ -352,15 +357,7 @@ def _forward_backward(log_rho, beta_r, prior, seg_left, seg_right, obs_index, ob
     for s in range(seg_left.shape[0]):
         lo = seg_left[s]
         hi = seg_right[s]
-        if obs_index[lo] >= 0:
-            st = obs_states[obs_index[lo], u]
-            a_s = 1.0 if st == 0 else 0.0
-            a_i = 1.0 if st == 1 else 0.0
-            a_r = 1.0 if st == 2 else 0.0
-        else:
-            a_s = prior[0]
-            a_i = prior[1]
-            a_r = prior[2]
+        a_s, a_i, a_r = _segment_start(obs_index, obs_states, prior, lo, u)
         gamma[0, lo, u] = a_s
         gamma[1, lo, u] = a_i
         gamma[2, lo, u] = a_r
@@ -459,6 +456,7 @@ def _map_hitting_times(gamma, with_recovery, t_inf, t_rec):
 
 
 _project_vertex = cuda.jit(device=True)(_cpu.project_vertex_py)
+_segment_start = cuda.jit(device=True)(_cpu.segment_start_py)
 
 
 @cuda.jit
@@ -583,12 +581,7 @@ def _batch_score_reset(obs_row, gather_id, f_s, f_i, f_r, n_cand, block_ll):
             u += stride
     sm[tid] = acc
     cuda.syncthreads()
-    width = rows // 2
-    while width > 0:
-        if row < width:
-            sm[tid] += sm[tid + width * WARP]
-        cuda.syncthreads()
-        width //= 2
+    _tree_sum(sm, tid, row, rows // 2, WARP)
     if row == 0:
         block_ll[cuda.blockIdx.x, g, lane] = sm[tid]
 
