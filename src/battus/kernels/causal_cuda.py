@@ -570,6 +570,7 @@ def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, census_on
         raise ValueError(f"causal decoding on the GPU needs T <= {MAX_T}, got T = {T}")
     blocks_cap = 2 if _simulated() else 1 << 17  # two entries per block (_grid_scan)
     i8, u8, i32, i64, f64 = np.int8, np.uint8, np.int32, np.int64, np.float64
+    arcs = 1 if census_only else max(1, indices.shape[0])  # a frame's candidates can reach every arc
     # per-vertex state is initialised by the kernel itself (no host-to-device copies of n-sized arrays)
     space = _Workspace([
         (n, i32), (n, i32),  # window, hits
@@ -580,7 +581,7 @@ def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, census_on
         (2 * n, i32),  # arrived (two halves)
         (n, i32), (n, i64), (n, i64), (n + 1, i64),  # viol, viol_b, viol_arcs, viol_ptr
         (n, i64), (n + 1, i64), (n, i64),  # viol_cand, cand_ptr, cand_fill
-        (max(1, indices.shape[0]), i32), (max(1, indices.shape[0]), i32),  # cand_owner, cand_v
+        (arcs, i32), (arcs, i32),  # cand_owner, cand_v
         (n, f64), (n, u8), (n, u8),  # self_key, covered, hit
         (n, i8), (n, i32), (n, f64), (n, i32),  # choice_kind, choice_id, best_key, best_id
         (n, i32), (n, f64), (n, i64), (n, f64),  # count, cost, cost_frame, key
