@@ -171,12 +171,12 @@ def test_tau_outside_unit_interval(tmp_path, history, capsys, tau):
 @pytest.mark.parametrize("flag,value", [("--beta-i", "1.5"), ("--beta-r", "-0.2")])
 def test_rate_outside_unit_interval(tmp_path, history, capsys, flag, value):
     fails_cleanly(capsys, ["reconstruct", str(history), "--out", str(tmp_path / "p.h5"), "--method",
-                           "battus-z", flag, value], tmp_path / "p.h5", flag.lstrip("-").replace("-", "_"))
+                           "battus-z", flag, value], tmp_path / "p.h5", flag)
 
 
 def test_simulate_rate_outside_unit_interval(tmp_path, history, capsys):
     fails_cleanly(capsys, ["simulate", str(history), "--out", str(tmp_path / "s.h5"), "--model", "sir",
-                           "--n0", "3", "--beta-i", "2"], tmp_path / "s.h5", "beta_i")
+                           "--n0", "3", "--beta-i", "2"], tmp_path / "s.h5", "--beta-i")
 
 
 def test_truncated_hdf5(tmp_path, history, capsys):

@@ -338,11 +338,11 @@ def test_missing_file_and_bad_options(tmp_path):
         read_edgelist(path, directed=True, relabel="random")
 
 
-def test_only_self_loops(tmp_path):
-    path = write_snap(tmp_path / "g.txt", [(1, 1), (2, 2)])
-    graph = read_edgelist(path, directed=False)
-    assert graph.n == 1 and graph.m == 0
-    assert graph.meta["self_loops_dropped"] == 2
+@pytest.mark.parametrize("keep_all", [False, True])
+def test_only_self_loops_is_an_empty_graph(tmp_path, keep_all):
+    path = write_snap(tmp_path / "g.txt", [(1, 1), (2, 2), (2, 2)])
+    with pytest.raises(InputError, match=r"edges: no edge left after cleaning \(3 self-loops"):
+        read_edgelist(path, directed=False, keep_largest_component=not keep_all)
 
 
 # --------------------------------------------------------------------------

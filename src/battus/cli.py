@@ -19,11 +19,40 @@ EXIT_BAD_INPUT = 2
 
 
 def _rate(text: str) -> float:
+    """A rate or threshold: a finite number in [0, 1]."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (0.0 <= value <= 1.0):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {text!r}")
     return value
+
+
+def _integer(minimum: int, maximum: int | None = None):
+    """argparse type: an integer in [minimum, maximum], named in the error by argparse."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = "" if maximum is None else f" and <= {maximum}"
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}{upper}, got {text}")
+        return value
+
+    return parse
+
+
+def _threshold(text: str) -> float:
+    value = _rate(text)
+    if value == 0.0:
+        raise argparse.ArgumentTypeError("must lie in (0, 1], got 0")
+    return value
+
+
+_SEED = _integer(0, 2**64 - 1)  # seeds key a 64-bit counter-based generator
 
 
 def _say(quiet: bool):
@@ -54,7 +83,7 @@ def cmd_import_hermes(args: argparse.Namespace) -> None:
         canon = canonical_from_pt(src, name=args.name)
     if args.name:
         canon.name = args.name
-    problem = canon.to_problem(args.schedule)
+    problem = canon.to_problem(args.schedule).validate(str(src))
     prov = provenance(stage="import-hermes", source=str(src), source_sha256=sha256_file(src),
                       schedule=problem.observations.times.tolist())
     write_history(args.out, problem, prov)
@@ -68,6 +97,10 @@ def cmd_graph(args: argparse.Namespace) -> None:
 
     graph = read_edgelist(args.input, directed=args.directed, fmt=args.format,
                           keep_largest_component=not args.keep_all_components, name=args.name)
+    loops, duplicates = graph.meta["self_loops_dropped"], graph.meta["duplicates_dropped"]
+    if loops or duplicates:  # a warning, shown even with --quiet: the graph differs from the file
+        print(f"battus: warning: {args.input}: dropped {loops} self-loops and {duplicates} duplicate edges",
+              file=sys.stderr, flush=True)
     prov = provenance(stage="graph", source=str(args.input), source_sha256=sha256_file(args.input),
                       directed=args.directed, largest_component=not args.keep_all_components,
                       counts=graph.meta)
@@ -77,10 +110,15 @@ def cmd_graph(args: argparse.Namespace) -> None:
 
 def cmd_simulate(args: argparse.Namespace) -> None:
     from .io import provenance, read_graph, sha256_file, write_history
+    from .memory import require, simulate_bytes
     from .problem import Problem, observe, schedule_times
     from .simulate import simulate
 
     graph = read_graph(args.graph)
+    if args.n0 > graph.n:
+        raise InputError("--n0", "n0", f"{args.n0} initial infections on a graph of {graph.n} vertices")
+    require(simulate_bytes(graph.n, graph.m, args.T), "--T", "T",
+            f"T={args.T} frames of {graph.n} vertices")
     times = schedule_times(args.T, args.schedule)
     kwargs = {"backend": args.backend} if args.backend != "cpu" else {}
     truth = simulate(graph, args.model, args.T, args.n0, args.beta_i, args.beta_r, seed=args.seed,
@@ -117,6 +155,7 @@ def options_from_args(args: argparse.Namespace):
 def cmd_reconstruct(args: argparse.Namespace) -> None:
     from .infer import reconstruct
     from .io import read_history, write_prediction
+    from .memory import reconstruct_bytes, require
     from .problem import observe, schedule_times
 
     problem = read_history(args.history)
@@ -125,6 +164,9 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
             raise InputError(args.history, "truth", "--schedule re-observes the truth, which this file lacks")
         problem.observations = observe(problem.truth, schedule_times(problem.T, args.schedule))
     options = options_from_args(args)
+    require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
+                              fit_chunk=options.fit_settings.chunk if options.fit else 0),
+            args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
     say = _say(args.quiet)
     say(f"{options.method} on {problem.name or args.history}: n={problem.n} arcs={problem.graph.m} "
         f"T={problem.T} observed={problem.observations.times.tolist()}")
@@ -136,24 +178,20 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> None:
-    import numpy as np
-
     from .io import atomic_path, read_history, read_prediction
-    from .problem import Observations
-    from .score import score_all
+    from .problem import observe
+    from .score import observed_frames, score_all
 
     problem = read_history(args.history, require_truth=True)
-    pred = read_prediction(args.prediction)
+    pred = read_prediction(args.prediction, model=problem.model)
     states = pred["states"]
     if states.shape != problem.truth.shape:
         raise InputError(args.prediction, "states",
                          f"shape {states.shape} differs from the truth's {problem.truth.shape}")
-    observed = pred.get("provenance", {}).get("observed_times")
+    observed = pred["provenance"].get("observed_times")
     if observed is not None:  # score against the frames the reconstruction actually saw
-        times = np.asarray(observed, dtype=np.int64)
-        if times.size == 0 or times.min() < 0 or times.max() > problem.T:
-            raise InputError(args.prediction, "@provenance/observed_times", "outside the history's frames")
-        problem.observations = Observations(times=times, states=problem.truth[times])
+        times = observed_frames(observed, problem.T, args.prediction, "@provenance/observed_times")
+        problem.observations = observe(problem.truth, times)
     result = {
         "dataset": problem.name,
         "model": problem.model,
@@ -163,10 +201,10 @@ def cmd_score(args: argparse.Namespace) -> None:
         "method": pred.get("method"),
         "backend": pred.get("backend"),
         "device": pred.get("device"),
-        "algorithm_seconds": float(pred.get("algorithm_seconds", float("nan"))),
-        "beta_i": float(pred.get("beta_i", float("nan"))),
-        "beta_r": float(pred.get("beta_r", float("nan"))),
-        "params": pred.get("params", {}),
+        "algorithm_seconds": pred["algorithm_seconds"],
+        "beta_i": pred["beta_i"],
+        "beta_r": pred["beta_r"],
+        "params": pred["params"],
         "prediction": str(args.prediction),
         "history": str(args.history),
         **score_all(problem, states),
@@ -191,22 +229,28 @@ def _json_default(obj):
 def cmd_info(args: argparse.Namespace) -> None:
     import h5py
 
-    from .io import open_hdf5
+    from .io import describe_attr, open_hdf5
 
     path = Path(args.file)
+    lines: list[str] = []
     with open_hdf5(path) as fh:
-        print(f"{path}: {fh.attrs.get('format', '?')} v{fh.attrs.get('format_version', '?')}")
-        for key, value in sorted(fh.attrs.items()):
-            if key in ("format", "format_version"):
-                continue
-            text = value.decode() if isinstance(value, bytes) else str(value)
-            print(f"  @{key} = {text if len(text) < 200 else text[:197] + '...'}")
+        try:
+            lines.append(f"{path}: {describe_attr(fh, 'format')} v{describe_attr(fh, 'format_version')}")
+            for key in sorted(fh.attrs.keys()):
+                if key not in ("format", "format_version"):
+                    text = describe_attr(fh, key)
+                    lines.append(f"  @{key} = {text if len(text) < 200 else text[:197] + '...'}")
 
-        def show(name, obj):
-            if isinstance(obj, h5py.Dataset):
-                print(f"  /{name}: {obj.dtype} {obj.shape}")
+            def show(name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    lines.append(f"  /{name}: {obj.dtype} {obj.shape}")
 
-        fh.visititems(show)
+            fh.visititems(show)  # hard links only: soft and external links are not followed
+        except (OSError, KeyError, RuntimeError, TypeError, ValueError) as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(path, "file", f"unreadable HDF5 structure ({type(exc).__name__}: {exc})") from None
+    print("\n".join(lines))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -234,10 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="a .pt export, or pol/rt-pol.txt to rebuild Pol-SI")
     p.add_argument("--out", required=True, help="history file to write (.h5)")
     p.add_argument("--name", help="dataset name stored in the file (default: file stem)")
-    p.add_argument("--pol-T", dest="pol_T", type=int, default=40, help="horizon for Pol-SI (default: 40)")
+    p.add_argument("--pol-T", dest="pol_T", type=_integer(1), default=40, help="horizon for Pol-SI (default: 40)")
     _add_schedule(p)
     common(p)
-    p.set_defaults(func=cmd_import_hermes)
+    p.set_defaults(func=cmd_import_hermes, inputs=("input",))
 
     p = sub.add_parser("graph", help="edge list -> graph file",
                        description="Read a SNAP edge list (.txt/.txt.gz) or CSV, drop self-loops and "
@@ -252,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-all-components", action="store_true", help="do not restrict to the largest WCC")
     p.add_argument("--name", help="graph name stored in the file")
     common(p)
-    p.set_defaults(func=cmd_graph)
+    p.set_defaults(func=cmd_graph, inputs=("input",))
 
     p = sub.add_parser("simulate", help="simulate an SI/SIR history on a graph file",
                        description="Synchronous discrete-time SI/SIR (the paper's Eq. 2) with exactly "
@@ -260,11 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("graph", help="graph file (from `battus graph`) or a history file")
     p.add_argument("--out", required=True, help="history file to write (.h5)")
     p.add_argument("--model", required=True, choices=["si", "sir"], help="diffusion model")
-    p.add_argument("--T", type=int, default=40, help="number of steps (frames 0..T; default: 40)")
-    p.add_argument("--n0", type=int, default=100, help="initially infected vertices (default: 100)")
+    p.add_argument("--T", type=_integer(1), default=40, help="number of steps (frames 0..T; default: 40)")
+    p.add_argument("--n0", type=_integer(1), default=100, help="initially infected vertices (default: 100)")
     p.add_argument("--beta-i", type=_rate, default=0.1, help="infection rate per arc (default: 0.1)")
     p.add_argument("--beta-r", type=_rate, default=0.1, help="recovery rate, SIR only (default: 0.1)")
-    p.add_argument("--seed", type=int, default=123456789, help="random seed (default: 123456789)")
+    p.add_argument("--seed", type=_SEED, default=123456789,
+                   help="random seed, 0 <= seed < 2**64 (default: 123456789)")
     p.add_argument("--same-step-recovery", action="store_true",
                    help="let a vertex infected in a step recover in that same step (the Eq. 2 process); "
                         "off by default, as in the benchmark's and the paper's generated histories")
@@ -272,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="dataset name stored in the file")
     _add_schedule(p)
     common(p)
-    p.set_defaults(func=cmd_simulate)
+    p.set_defaults(func=cmd_simulate, inputs=("graph",))
 
     p = sub.add_parser("reconstruct", help="reconstruct a history with Battus or Battus-Z",
                        description="Infer the full history from the observed frames alone (the truth "
@@ -283,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="prediction file to write (.h5)")
     p.add_argument("--method", required=True, choices=["battus", "battus-z"], help="method preset")
     p.add_argument("--decoder", choices=["threshold", "map"], help="decoder (preset: battus map, battus-z threshold)")
-    p.add_argument("--tau", type=_rate, help="threshold for the threshold decoder, in (0, 1] (default: 0.65)")
+    p.add_argument("--tau", type=_threshold, help="threshold for the threshold decoder, in (0, 1] (default: 0.65)")
     p.add_argument("--beta-i", type=_rate, help="fixed infection rate in [0, 1] (default: 0.1; ignored with --fit)")
     p.add_argument("--beta-r", type=_rate, help="fixed recovery rate in [0, 1] (default: 0.1; SI uses 0)")
     p.add_argument("--fit", action=argparse.BooleanOptionalAction, default=None,
@@ -296,18 +341,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="project hitting times onto the observed frames (default: yes)")
     p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
                    help="graph-causal repair after decoding (Battus-C; default: no)")
-    p.add_argument("--grid-points", type=int, default=24, help="fit: coarse grid points per rate (default: 24)")
-    p.add_argument("--refine-points", type=int, default=7, help="fit: points per rate per refinement (default: 7)")
-    p.add_argument("--refine-rounds", type=int, default=4, help="fit: refinement rounds (default: 4)")
+    p.add_argument("--grid-points", type=_integer(2, 10_000), default=24,
+                   help="fit: coarse grid points per rate (default: 24)")
+    p.add_argument("--refine-points", type=_integer(2, 10_000), default=7,
+                   help="fit: points per rate per refinement (default: 7)")
+    p.add_argument("--refine-rounds", type=_integer(0, 1_000), default=4, help="fit: refinement rounds (default: 4)")
     p.add_argument("--rate-lower", type=_rate, default=1e-4, help="fit: lower rate bound (default: 1e-4)")
     p.add_argument("--rate-upper", type=_rate, default=0.5, help="fit: upper rate bound (default: 0.5)")
-    p.add_argument("--candidate-chunk", type=int, default=64, help="fit: candidates per batched pass (default: 64)")
+    p.add_argument("--candidate-chunk", type=_integer(1, 65_536), default=64,
+                   help="fit: candidates per batched pass (default: 64)")
     _add_schedule(p, default=None)
     p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
                    help="auto = CUDA when a GPU is present (default: auto)")
     p.add_argument("--posteriors", action="store_true", help="also store the posterior marginals (float32)")
     common(p)
-    p.set_defaults(func=cmd_reconstruct)
+    p.set_defaults(func=cmd_reconstruct, inputs=("history",))
 
     p = sub.add_parser("score", help="score a prediction against the truth (prints and writes JSON)",
                        description="HERMES-compatible F1/NRMSE (final frame pinned), unobserved-only "
@@ -317,15 +365,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("prediction", help="prediction file from `battus reconstruct`")
     p.add_argument("--out", help="JSON file to write (default: print only)")
     common(p)
-    p.set_defaults(func=cmd_score)
+    p.set_defaults(func=cmd_score, inputs=("history", "prediction"))
 
     p = sub.add_parser("info", help="describe a Battus HDF5 file",
                        description="Print the format, attributes and datasets of a graph, history or "
                                    "prediction file.")
     p.add_argument("file", help="a .h5 file")
     common(p)
-    p.set_defaults(func=cmd_info)
+    p.set_defaults(func=cmd_info, inputs=("file",))
     return parser
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every command's output, checked once here before any work: never an input, always writable."""
+    from .outputs import check_output
+
+    out = getattr(args, "out", None)
+    if out:
+        check_output(out, [getattr(args, name) for name in args.inputs], option="--out")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, or a usage error (already printed)
         return int(exc.code or 0)
     try:
+        _check_outputs(args)
         args.func(args)
     except InputError as exc:
         print(f"battus: error: {exc}", file=sys.stderr)

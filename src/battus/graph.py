@@ -373,6 +373,12 @@ def graph_from_raw_arcs(
     np.cumsum(np.bincount(dst_sorted, minlength=n), out=indptr[1:])
     del dst_sorted
     m = int(src_sorted.shape[0])
+    if m == 0:
+        raise InputError(
+            source, "edges",
+            f"no edge left after cleaning ({self_loops} self-loops and {duplicates} duplicates dropped"
+            + (", largest component kept)" if keep_largest_component else ")"),
+        )
     record.update(
         vertices_after_lwcc=n,
         arcs_after_lwcc=m,
@@ -427,6 +433,13 @@ def _first_data_line(path: Path) -> tuple[int, str] | None:
 
 def _diagnose(path: Path, fmt: str, skip: int, fallback: str) -> InputError:
     """Find the first malformed line (slow path, used only after a parse failure)."""
+    try:
+        return _first_bad_line(path, fmt, skip, fallback)
+    except (OSError, EOFError, zlib.error) as exc:
+        return InputError(path, "gzip", f"unreadable gzip data ({exc})")
+
+
+def _first_bad_line(path: Path, fmt: str, skip: int, fallback: str) -> InputError:
     with _open_text(path) as fh:
         for number, raw in enumerate(fh, start=1):
             if number <= skip:
@@ -480,15 +493,20 @@ def read_edgelist(
         raise InputError(path, "fmt", f"expected 'auto', 'snap' or 'csv', got {fmt!r}")
     if relabel not in ("appearance", "sorted"):
         raise InputError(path, "relabel", f"expected 'appearance' or 'sorted', got {relabel!r}")
+    if path.is_dir():
+        raise InputError(path, "file", "is a directory, not an edge list")
     if not path.is_file():
         raise InputError(path, "file", "no such file")
-    with open(path, "rb") as fh:
-        gz = fh.read(2) == _GZIP_MAGIC
+    try:
+        with open(path, "rb") as fh:
+            gz = fh.read(2) == _GZIP_MAGIC
+    except OSError as exc:
+        raise InputError(path, "file", f"unreadable ({exc.strerror or exc})") from None
     if path.name.endswith(".gz") and not gz:
         raise InputError(path, "gzip", "file name ends in .gz but the file is not gzip-compressed")
     try:
         first = _first_data_line(path)
-    except (OSError, EOFError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error, UnicodeError) as exc:
         raise InputError(path, "gzip", f"unreadable gzip data ({exc})") from None
     if first is None:
         raise InputError(path, "edges", "file holds no edges (empty or only comments)")

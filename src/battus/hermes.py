@@ -13,6 +13,7 @@ import io
 import math
 import pickle
 import zipfile
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import numpy as np
 
 from .errors import InputError
 from .graph import Graph, from_arcs, is_symmetric
+from .memory import available_bytes, format_bytes
 from .problem import Problem, observe, schedule_times
 
 # torch storage class name -> numpy dtype of its raw little-endian bytes
@@ -51,20 +53,44 @@ class _PlainRecord:
         self.__dict__.update(state)
 
 
+def _nonnegative_ints(values, what: str) -> tuple[int, ...]:
+    if not isinstance(values, tuple | list):
+        raise pickle.UnpicklingError(f"tensor {what} is not a tuple")
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise pickle.UnpicklingError(f"tensor {what} holds a non-integer")
+        if value < 0:
+            raise pickle.UnpicklingError(f"negative tensor {what} ({int(value)})")
+        out.append(int(value))
+    return tuple(out)
+
+
 def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad=False, hooks=None, *extra):
+    """A tensor as a numpy copy, after checking its view lies wholly inside its storage.
+
+    The file declares offset, sizes and strides; none is trusted: negative
+    values, a view reaching past the storage's bytes, or more elements than
+    memory can hold are refused before any numpy view exists.
+    """
     if not isinstance(storage, np.ndarray):
         raise pickle.UnpicklingError("tensor without storage")
-    size = tuple(int(s) for s in size)
-    stride = tuple(int(s) for s in stride)
-    count = int(np.prod(size)) if size else 1
+    (offset,) = _nonnegative_ints((offset,), "offset")
+    size = _nonnegative_ints(size, "size")
+    stride = _nonnegative_ints(stride, "stride")
+    if len(size) != len(stride):
+        raise pickle.UnpicklingError(f"tensor has {len(size)} sizes but {len(stride)} strides")
+    count = math.prod(size)
+    item = storage.dtype.itemsize
+    if count * item > available_bytes():
+        raise pickle.UnpicklingError(f"tensor of shape {size} needs {format_bytes(count * item)}")
     if count == 0:
         return np.zeros(size, dtype=storage.dtype)
-    last = int(offset) + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
-    if int(offset) < 0 or last >= storage.shape[0]:
+    last = offset + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
+    if last >= storage.shape[0]:
         raise pickle.UnpicklingError("tensor view outside its storage")
-    item = storage.dtype.itemsize
     view = np.lib.stride_tricks.as_strided(
-        storage[int(offset):], shape=size, strides=tuple(st * item for st in stride), writeable=False
+        storage[offset:], shape=size, strides=tuple(st * item for st in stride), writeable=False
     )
     return np.array(view)
 
@@ -94,32 +120,53 @@ class _RestrictedUnpickler(pickle.Unpickler):
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
             raise InputError(self._source, "pickle", "unsupported persistent id")
-        storage_type, key, numel = pid[1], str(pid[2]), int(pid[4])
-        if not isinstance(storage_type, _StorageType) or not key.isalnum():
+        storage_type, key, numel = pid[1], pid[2], pid[4]
+        if not isinstance(storage_type, _StorageType) or not isinstance(key, str) or not key.isalnum():
             raise InputError(self._source, "pickle", "unsupported storage record")
-        raw = self._archive.read(f"{self._prefix}/data/{key}")
+        if isinstance(numel, bool) or not isinstance(numel, int) or numel < 0:
+            raise InputError(self._source, f"data/{key}", f"bad element count {numel!r}")
+        raw = _member(self._archive, f"{self._prefix}/data/{key}", self._source)
+        if len(raw) % storage_type.dtype.itemsize:
+            raise InputError(self._source, f"data/{key}", "storage size is not a whole number of elements")
         arr = np.frombuffer(raw, dtype=storage_type.dtype)
         if arr.shape[0] < numel:
             raise InputError(self._source, f"data/{key}", "storage shorter than declared")
         return arr[:numel]
 
 
+def _member(archive: zipfile.ZipFile, name: str, source: str) -> bytes:
+    """One archive member, after checking its declared size fits in memory (zip bombs)."""
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        raise InputError(source, name, "missing from the archive") from None
+    if info.file_size > available_bytes():
+        raise InputError(source, name, f"declares {format_bytes(info.file_size)} uncompressed")
+    try:
+        return archive.read(info)
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError, RuntimeError) as exc:
+        raise InputError(source, name, f"unreadable archive member ({exc})") from None
+
+
 def load_pt(path: str | Path) -> dict:
     """Read a torch_geometric ``Data`` export as a dict of numpy arrays and scalars."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(path, "file", "is a directory, not a .pt file")
     if not path.is_file():
         raise InputError(path, "file", "no such file")
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
         raise InputError(path, "file", f"not a torch zip archive ({exc})") from None
     with archive:
         pkls = [x for x in archive.namelist() if x.endswith("/data.pkl")]
         if len(pkls) != 1:
             raise InputError(path, "data.pkl", "archive must hold exactly one data.pkl")
         prefix = pkls[0][: -len("/data.pkl")]
+        payload = _member(archive, pkls[0], str(path))
         try:
-            obj = _RestrictedUnpickler(archive.read(pkls[0]), archive, prefix, str(path)).load()
+            obj = _RestrictedUnpickler(payload, archive, prefix, str(path)).load()
         except InputError:
             raise
         except Exception as exc:  # malformed pickle of any kind
@@ -171,10 +218,19 @@ def canonical_from_pt(path: str | Path, name: str | None = None) -> Canonical:
     for key in ("edge_index", "y", "T"):
         if key not in data:
             raise InputError(path, key, "missing from the Data object")
-    edge_index = np.asarray(data["edge_index"])
-    y = np.asarray(data["y"])
-    T = int(data["T"])
-    n = int(data.get("num_nodes", y.shape[0]))
+    edge_index = data["edge_index"]
+    y = data["y"]
+    for key, value in (("edge_index", edge_index), ("y", y)):
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in "uib":
+            raise InputError(path, key, f"expected an integer tensor, got {_kind(value)}")
+    if y.ndim != 2:
+        raise InputError(path, "y", f"expected a 2-D state array (vertices, T+1), got shape {y.shape}")
+    T = _pt_int(data["T"], path, "T")
+    n = _pt_int(data.get("num_nodes", y.shape[0]), path, "num_nodes")
+    if T < 1:
+        raise InputError(path, "T", f"T must be >= 1, got {T}")
+    if n < 1:
+        raise InputError(path, "num_nodes", f"the graph needs at least one vertex, got {n}")
     if edge_index.ndim != 2 or edge_index.shape[0] != 2:
         raise InputError(path, "edge_index", f"expected shape (2, arcs), got {edge_index.shape}")
     if y.shape != (n, T + 1):
@@ -189,6 +245,21 @@ def canonical_from_pt(path: str | Path, name: str | None = None) -> Canonical:
     return Canonical(name=name or path.stem, graph=graph, model=model, T=T, truth=truth)
 
 
+def _kind(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype} tensor"
+    return type(value).__name__
+
+
+def _pt_int(value, path: Path, key: str) -> int:
+    """An integer scalar of the Data object (a Python int or a one-element integer tensor)."""
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "ui":
+        value = value.reshape(()).item()
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise InputError(path, key, f"expected an integer, got {_kind(value)}")
+    return int(value)
+
+
 def pol_from_retweets(path: str | Path, T: int = 40) -> Canonical:
     """Rebuild Pol-SI from ``rt-pol.txt`` (rows ``from,to,unix_time``) as DITTO does.
 
@@ -198,11 +269,15 @@ def pol_from_retweets(path: str | Path, T: int = 40) -> Canonical:
     connected component; infection day clipped to T + 1.
     """
     path = Path(path)
+    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
+        raise InputError("--pol-T", "T", f"the horizon must be an integer >= 1, got {T!r}")
+    if path.is_dir():
+        raise InputError(path, "file", "is a directory, not rt-pol.txt")
     if not path.is_file():
         raise InputError(path, "file", "no such file")
     try:
         rows = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
-    except ValueError as exc:
+    except (ValueError, OverflowError, UnicodeError) as exc:
         raise InputError(path, "rows", f"expected integer rows from,to,unix_time ({exc})") from None
     if rows.shape[1] != 3 or rows.shape[0] == 0:
         raise InputError(path, "rows", f"expected 3 columns, got shape {rows.shape}")

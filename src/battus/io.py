@@ -6,13 +6,9 @@ place only when complete, so an interrupted job never leaves a partial file.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import platform
-import tempfile
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +18,8 @@ import numpy as np
 from . import __version__
 from .errors import InputError
 from .graph import Graph
+from .memory import available_bytes, format_bytes
+from .outputs import atomic_path
 from .problem import Observations, Problem, Reconstruction, check_problem
 
 HISTORY_FORMAT = "battus-history"
@@ -29,22 +27,6 @@ PREDICTION_FORMAT = "battus-prediction"
 GRAPH_FORMAT = "battus-graph"
 FORMAT_VERSION = 1
 _BIG = 1 << 16  # arrays with more elements than this are chunked and compressed
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it over ``path`` on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists():
-            tmp_path.unlink()
 
 
 def sha256_file(path: str | Path) -> str:
@@ -92,75 +74,244 @@ def _write_graph(group: h5py.Group, graph: Graph) -> None:
 def open_hdf5(path: str | Path) -> h5py.File:
     """Open any HDF5 file for reading; a missing or unreadable one is an InputError."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(path, "file", "is a directory, not an HDF5 file")
     if not path.is_file():
         raise InputError(path, "file", "no such file")
     try:
         return h5py.File(path, "r")
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise InputError(path, "file", f"not a readable HDF5 file ({exc})") from None
 
 
-def _open(path: str | Path, kind: str) -> h5py.File:
-    fh = open_hdf5(path)
-    found = fh.attrs.get("format")
-    if found != kind:
-        fh.close()
-        raise InputError(path, "format", f"expected a {kind} file, found {found!r}")
-    return fh
+# Anything h5py raises while walking a damaged or hostile file (dangling links,
+# unsupported types, corrupt B-trees) is bad input, not a bug of ours.
+_H5_ERRORS = (OSError, KeyError, RuntimeError, TypeError, ValueError, AttributeError)
 
 
-def _read(fh: h5py.File, name: str, dtype=None, optional: bool = False):
-    if name not in fh:
+def _fail_unreadable(source, field: str, exc: Exception) -> InputError:
+    if isinstance(exc, InputError):
+        return exc
+    return InputError(source, field, f"unreadable ({type(exc).__name__}: {exc})")
+
+
+def _raw_attr(obj, name: str, source, label: str):
+    """An attribute's raw value, ``None`` when absent."""
+    try:
+        if name not in obj.attrs:
+            return None
+        return obj.attrs[name]
+    except _H5_ERRORS as exc:
+        raise _fail_unreadable(source, label, exc) from None
+
+
+def _as_scalar(value):
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            return None
+        value = value.item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    return value
+
+
+def _text_attr(obj, name: str, source, label: str | None = None, default: str | None = None) -> str | None:
+    """A text attribute (str or UTF-8 bytes); ``default`` when absent."""
+    label = label or f"@{name}"
+    raw = _raw_attr(obj, name, source, label)
+    if raw is None:
+        return default
+    value = _as_scalar(raw)
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(source, label, "not valid UTF-8 text") from None
+    if not isinstance(value, str):
+        raise InputError(source, label, f"expected text, got {_describe(raw)}")
+    return value
+
+
+def _int_attr(obj, name: str, source, label: str | None = None) -> int:
+    """A required integer attribute (a bool or a float is refused, not truncated)."""
+    label = label or f"@{name}"
+    raw = _raw_attr(obj, name, source, label)
+    if raw is None:
+        raise InputError(source, label, "missing attribute")
+    value = _as_scalar(raw)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(source, label, f"expected an integer, got {_describe(raw)}")
+    return value
+
+
+def _bool_attr(obj, name: str, source, default: bool) -> bool:
+    label = f"@{name}"
+    raw = _raw_attr(obj, name, source, label)
+    if raw is None:
+        return default
+    value = _as_scalar(raw)
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise InputError(source, label, f"expected true or false, got {_describe(raw)}")
+
+
+def _float_attr(obj, name: str, source) -> float:
+    raw = _raw_attr(obj, name, source, f"@{name}")
+    if raw is None:
+        return float("nan")
+    value = _as_scalar(raw)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(source, f"@{name}", f"expected a number, got {_describe(raw)}")
+    return float(value)
+
+
+def _json_attr(obj, name: str, source, label: str | None = None) -> dict:
+    """A JSON-object attribute (``{}`` when absent)."""
+    label = label or f"@{name}"
+    text = _text_attr(obj, name, source, label, default="{}")
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise InputError(source, label, "not valid JSON") from None
+    if not isinstance(value, dict):
+        raise InputError(source, label, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype} array of shape {value.shape}"
+    return type(value).__name__
+
+
+def describe_attr(obj, name: str) -> str:
+    """An attribute as text for ``battus info``, whatever its type ('<unreadable>' when h5py cannot)."""
+    try:
+        value = _as_scalar(obj.attrs[name])
+    except _H5_ERRORS:
+        return "<unreadable>"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _dataset(fh: h5py.File, name: str) -> h5py.Dataset | None:
+    """The dataset at ``name`` through hard links only; ``None`` when absent.
+
+    Soft and external links, virtual datasets and external raw storage are
+    refused: they would read another file, or nothing, in place of this one.
+    """
+    node = fh
+    parts = name.split("/")
+    for depth, part in enumerate(parts):
+        where = "/".join(parts[: depth + 1])
+        try:
+            link = node.get(part, getlink=True)
+        except _H5_ERRORS as exc:
+            raise _fail_unreadable(fh.filename, where, exc) from None
+        if link is None:
+            return None
+        if not isinstance(link, h5py.HardLink):
+            raise InputError(fh.filename, where, f"is a {type(link).__name__}, not stored in this file")
+        try:
+            node = node[part]
+        except _H5_ERRORS as exc:
+            raise _fail_unreadable(fh.filename, where, exc) from None
+        last = depth == len(parts) - 1
+        if not last and not isinstance(node, h5py.Group):
+            raise InputError(fh.filename, where, "expected a group")
+        if last and not isinstance(node, h5py.Dataset):
+            raise InputError(fh.filename, where, "expected a dataset, found a group")
+    try:
+        outside = node.is_virtual or node.external is not None
+    except _H5_ERRORS as exc:
+        raise _fail_unreadable(fh.filename, name, exc) from None
+    if outside:
+        raise InputError(fh.filename, name, "data stored outside this file (virtual or external dataset)")
+    return node
+
+
+_KIND_NAMES = {"uib": "integers", "f": "floating-point numbers", "uibf": "numbers"}
+
+
+def _read(fh: h5py.File, name: str, *, kinds: str = "uib", ndim: int | None = None, dtype=None,
+          optional: bool = False):
+    """Read one dataset after checking its type, rank and size; ``dtype`` narrows range-checked."""
+    ds = _dataset(fh, name)
+    if ds is None:
         if optional:
             return None
         raise InputError(fh.filename, name, "missing")
     try:
-        data = fh[name][()]
-    except OSError as exc:  # truncated file, checksum mismatch
-        raise InputError(fh.filename, name, f"unreadable ({exc})") from None
+        found, shape = ds.dtype, tuple(int(x) for x in ds.shape)
+    except _H5_ERRORS as exc:
+        raise _fail_unreadable(fh.filename, name, exc) from None
+    if found.kind not in kinds:
+        raise InputError(fh.filename, name, f"expected {_KIND_NAMES.get(kinds, kinds)}, got {found}")
+    if ndim is not None and len(shape) != ndim:
+        raise InputError(fh.filename, name, f"expected a {ndim}-D array, got shape {shape}")
+    needed = int(np.prod(shape, dtype=object)) * found.itemsize
+    if needed > available_bytes():
+        raise InputError(fh.filename, name, f"declares shape {shape}, which needs {format_bytes(needed)}")
+    try:
+        data = np.asarray(ds[()])
+    except _H5_ERRORS as exc:  # truncated file, checksum mismatch, unsupported filter
+        raise _fail_unreadable(fh.filename, name, exc) from None
     if dtype is not None:
-        if np.asarray(data).dtype.kind not in "uib":
-            raise InputError(fh.filename, name, f"expected integers, got {np.asarray(data).dtype}")
-        data = np.asarray(data).astype(dtype)
+        data = _narrow(data, np.dtype(dtype), fh.filename, name)
     return data
 
 
-def _attr(fh: h5py.File, name: str, kind=int):
-    if name not in fh.attrs:
-        raise InputError(fh.filename, f"@{name}", "missing attribute")
-    value = fh.attrs[name]
-    try:
-        return kind(value.decode() if isinstance(value, bytes) else value)
-    except (TypeError, ValueError):
-        raise InputError(fh.filename, f"@{name}", f"bad value {value!r}") from None
+def _narrow(data: np.ndarray, dtype: np.dtype, source, name: str) -> np.ndarray:
+    """Cast integers to ``dtype`` only when every value fits (no silent wrap-around)."""
+    if data.size and data.dtype != dtype:
+        info = np.iinfo(dtype)
+        lo, hi = int(data.min()), int(data.max())
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise InputError(source, name, f"value {bad} does not fit in {dtype.name}")
+    return data.astype(dtype)
 
 
 def _read_graph(fh: h5py.File, prefix: str = "graph") -> Graph:
-    indptr = _read(fh, f"{prefix}/indptr", np.int64)
-    indices = _read(fh, f"{prefix}/indices", np.int32)
-    node_ids = _read(fh, f"{prefix}/node_ids", np.int64, optional=True)
-    if indptr.ndim != 1 or indptr.size < 2:
-        raise InputError(fh.filename, f"{prefix}/indptr", "must be 1-D with n+1 >= 2 entries")
-    if indices.ndim != 1:
-        raise InputError(fh.filename, f"{prefix}/indices", "must be 1-D")
+    source = fh.filename
+    indptr = _read(fh, f"{prefix}/indptr", ndim=1, dtype=np.int64)
+    indices = _read(fh, f"{prefix}/indices", ndim=1)
+    if indptr.size < 2:
+        raise InputError(source, f"{prefix}/indptr", "needs n+1 >= 2 entries")
     n = indptr.size - 1
+    if n >= 2**31:
+        raise InputError(source, f"{prefix}/indptr", "more than 2**31-1 vertices are not supported")
+    if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != indices.size:
+        raise InputError(source, f"{prefix}/indptr",
+                         f"not a CSR row pointer for {indices.size} arcs (starts at 0, never decreases, "
+                         f"ends at the number of arcs)")
+    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
+        raise InputError(source, f"{prefix}/indices", f"vertex index outside 0..{n - 1}")
+    indices = _narrow(indices, np.dtype(np.int32), source, f"{prefix}/indices")
+    node_ids = _read(fh, f"{prefix}/node_ids", ndim=1, dtype=np.int64, optional=True)
     if node_ids is None:
         node_ids = np.arange(n, dtype=np.int64)
     if node_ids.shape != (n,):
-        raise InputError(fh.filename, f"{prefix}/node_ids", f"expected shape ({n},), got {node_ids.shape}")
+        raise InputError(source, f"{prefix}/node_ids", f"expected {n} ids (one a vertex), got {node_ids.shape[0]}")
     group = fh[prefix]
-    directed = bool(group.attrs.get("directed", True))
-    name = str(group.attrs.get("name", ""))
+    directed = _bool_attr(group, "directed", source, default=True)
+    name = _text_attr(group, "name", source, f"{prefix}@name", default="")
+    meta = _json_attr(group, "meta", source, f"{prefix}@meta")
+    return Graph(indptr=indptr, indices=indices, node_ids=node_ids, directed=directed, name=name, meta=meta)
+
+
+def _open(path: str | Path, kinds: tuple[str, ...]) -> h5py.File:
+    fh = open_hdf5(path)
     try:
-        meta = json.loads(group.attrs.get("meta", "{}"))
-    except json.JSONDecodeError:
-        raise InputError(fh.filename, f"{prefix}@meta", "not valid JSON") from None
-    graph = Graph(indptr=indptr, indices=indices, node_ids=node_ids, directed=directed, name=name, meta=meta)
-    if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != indices.size:
-        raise InputError(fh.filename, f"{prefix}/indptr", "not a valid CSR row pointer for indices")
-    if indices.size and (indices.min() < 0 or indices.max() >= n):
-        raise InputError(fh.filename, f"{prefix}/indices", "vertex index out of range")
-    return graph
+        found = _text_attr(fh, "format", path)
+    except InputError:
+        fh.close()
+        raise
+    if found not in kinds:
+        fh.close()
+        raise InputError(path, "@format", f"expected a {' or '.join(kinds)} file, found {found!r}")
+    return fh
 
 
 def write_graph(path: str | Path, graph: Graph, prov: dict | None = None) -> None:
@@ -172,11 +323,12 @@ def write_graph(path: str | Path, graph: Graph, prov: dict | None = None) -> Non
 
 
 def read_graph(path: str | Path) -> Graph:
-    """Read the graph of a graph, history or prediction-free file."""
-    with open_hdf5(path) as fh:
-        if fh.attrs.get("format") not in (GRAPH_FORMAT, HISTORY_FORMAT):
-            raise InputError(path, "format", f"expected a graph or history file, found {fh.attrs.get('format')!r}")
-        return _read_graph(fh)
+    """Read the graph of a graph or history file."""
+    with _open(path, (GRAPH_FORMAT, HISTORY_FORMAT)) as fh:
+        try:
+            return _read_graph(fh)
+        except _H5_ERRORS as exc:
+            raise _fail_unreadable(path, "graph", exc) from None
 
 
 def write_history(path: str | Path, problem: Problem, prov: dict | None = None) -> None:
@@ -200,29 +352,28 @@ def write_history(path: str | Path, problem: Problem, prov: dict | None = None) 
 
 def read_history(path: str | Path, require_truth: bool = False) -> Problem:
     """Read and validate a history file; ``require_truth`` for scoring."""
-    with _open(path, HISTORY_FORMAT) as fh:
-        model = _attr(fh, "model", str)
-        T = _attr(fh, "T")
-        n0 = _attr(fh, "n0")
-        graph = _read_graph(fh)
-        times = _read(fh, "observations/times", np.int64)
-        states = _read(fh, "observations/states")
-        truth = _read(fh, "truth", optional=True)
-        if require_truth and truth is None:
-            raise InputError(path, "truth", "scoring needs the true history, which this file lacks")
-        if states.ndim != 2:
-            raise InputError(path, "observations/states", f"expected (K, n), got shape {states.shape}")
-        if times.ndim != 1:
-            raise InputError(path, "observations/times", f"expected (K,), got shape {times.shape}")
+    with _open(path, (HISTORY_FORMAT,)) as fh:
         try:
-            prov = json.loads(fh.attrs.get("provenance", "{}"))
-        except json.JSONDecodeError:
-            raise InputError(path, "@provenance", "not valid JSON") from None
-        problem = Problem(
-            graph=graph, model=model, T=T, n0=n0,
-            observations=Observations(times=times, states=states),
-            truth=truth, name=str(fh.attrs.get("name", Path(path).stem)), provenance=prov,
-        )
+            model = _text_attr(fh, "model", path)
+            if model is None:
+                raise InputError(path, "@model", "missing attribute")
+            T = _int_attr(fh, "T", path)
+            n0 = _int_attr(fh, "n0", path)
+            graph = _read_graph(fh)
+            times = _read(fh, "observations/times", ndim=1, dtype=np.int64)
+            states = _read(fh, "observations/states", ndim=2)
+            truth = _read(fh, "truth", ndim=2, optional=True)
+            if require_truth and truth is None:
+                raise InputError(path, "truth", "scoring needs the true history, which this file lacks")
+            prov = _json_attr(fh, "provenance", path)
+            name = _text_attr(fh, "name", path, default=Path(path).stem)
+        except _H5_ERRORS as exc:
+            raise _fail_unreadable(path, "file", exc) from None
+    problem = Problem(
+        graph=graph, model=model, T=T, n0=n0,
+        observations=Observations(times=times, states=states),
+        truth=truth, name=name, provenance=prov,
+    )
     check_problem(problem, str(path))
     problem.observations.states = problem.observations.states.astype(np.uint8)
     if problem.truth is not None:
@@ -271,15 +422,31 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
             _put(fh, "posteriors", recon.posteriors.astype(np.float32))
 
 
-def read_prediction(path: str | Path) -> dict:
-    """Read a prediction file: ``states`` plus its attributes (``params`` decoded)."""
-    with _open(path, PREDICTION_FORMAT) as fh:
-        states = _read(fh, "states")
-        if states.ndim != 2:
-            raise InputError(path, "states", f"expected (T+1, n), got shape {states.shape}")
-        attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in fh.attrs.items()}
-        posteriors = _read(fh, "posteriors", optional=True)
-    for key in ("params", "provenance"):
-        if key in attrs:
-            attrs[key] = json.loads(attrs[key])
-    return {"states": states.astype(np.uint8), "posteriors": posteriors, **attrs}
+def read_prediction(path: str | Path, model: str | None = None) -> dict:
+    """Read a prediction file: ``states`` plus its attributes (``params``, ``provenance`` decoded).
+
+    Predictions may come from any method and need not be monotone, but every
+    state code must be 0 (S), 1 (I) or 2 (R), and only 0 or 1 when ``model``
+    is ``'si'``.
+    """
+    from .problem import check_states
+
+    with _open(path, (PREDICTION_FORMAT,)) as fh:
+        try:
+            states = _read(fh, "states", ndim=2)
+            check_states(states, str(path), "states", model or "sir")
+            posteriors = _read(fh, "posteriors", kinds="f", ndim=3, optional=True)
+            record = {
+                "states": states.astype(np.uint8),
+                "posteriors": posteriors,
+                "params": _json_attr(fh, "params", path),
+                "provenance": _json_attr(fh, "provenance", path),
+                "algorithm_seconds": _float_attr(fh, "algorithm_seconds", path),
+                "beta_i": _float_attr(fh, "beta_i", path),
+                "beta_r": _float_attr(fh, "beta_r", path),
+            }
+            for key in ("method", "backend", "device", "model", "name", "package_version"):
+                record[key] = _text_attr(fh, key, path)
+        except _H5_ERRORS as exc:
+            raise _fail_unreadable(path, "file", exc) from None
+    return record

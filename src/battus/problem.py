@@ -90,7 +90,10 @@ def schedule_times(T: int, schedule: str | list[int] | tuple[int, ...] = "benchm
                 ) from None
     else:
         times = [int(x) for x in schedule]
-    arr = np.unique(np.asarray(times, dtype=np.int64))
+    try:
+        arr = np.unique(np.asarray(times, dtype=np.int64))
+    except OverflowError:
+        raise InputError("--schedule", "schedule", "observed frame does not fit in 64 bits") from None
     if arr.size == 0:
         raise InputError("--schedule", "schedule", "no observed frame")
     if arr.min() < 0 or arr.max() > T:
@@ -114,6 +117,10 @@ def check_problem(problem: Problem, source: str) -> None:
     g = problem.graph
     if problem.model not in MODELS:
         raise InputError(source, "model", f"unknown model {problem.model!r} (si or sir)")
+    for key in ("T", "n0"):
+        value = getattr(problem, key)
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise InputError(source, key, f"expected an integer, got {type(value).__name__}")
     if problem.T < 1:
         raise InputError(source, "T", f"T must be >= 1, got {problem.T}")
     if g.n < 1:
@@ -141,6 +148,9 @@ def check_problem(problem: Problem, source: str) -> None:
     check_states(obs.states, source, "observations/states", problem.model)
     if np.any(np.diff(obs.states.astype(np.int8), axis=0) < 0):
         raise InputError(source, "observations/states", "observed states go backwards in time")
+    if problem.n0 == 0 and np.any(obs.states != 0):
+        raise InputError(source, "n0", "n0 = 0 but infections are observed; with no initial infection "
+                                       "no vertex can ever be infected")
     if problem.truth is not None:
         tr = problem.truth
         if tr.shape != (problem.T + 1, g.n):

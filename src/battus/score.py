@@ -5,7 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from .causal import certify_violations
+from .errors import InputError
 from .graph import Graph
+
+
+def observed_frames(values, T: int, source: str, field: str) -> np.ndarray:
+    """The frames a reconstruction saw (recorded in its provenance), checked: integers, increasing, in 0..T."""
+    if not isinstance(values, list) or not values:
+        raise InputError(source, field, "expected a non-empty list of frames")
+    if any(isinstance(t, bool) or not isinstance(t, int) for t in values):
+        raise InputError(source, field, "frames must be integers")
+    if min(values) < 0 or max(values) > T:
+        raise InputError(source, field, f"frame outside the history's 0..{T}")
+    times = np.asarray(values, dtype=np.int64)
+    if np.any(np.diff(times) <= 0):
+        raise InputError(source, field, "frames must be strictly increasing")
+    return times
 
 
 def macro_f1(truth: np.ndarray, pred: np.ndarray) -> float:

@@ -1,0 +1,97 @@
+"""Where outputs go, and how they are written.
+
+Every command checks its output paths here before it reads or computes
+anything (:func:`check_output`), and writes each output through
+:func:`atomic_path`: a temporary file beside the target, renamed over it only
+when complete, created with the mode the umask gives any new file (0644 under
+umask 022) so results stay readable to a group on a shared cluster.
+
+An output that is the same file as an input (same path after resolution, a
+symbolic link to it, or a hard link) is refused: inputs are never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from .errors import InputError
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, fine for a CLI)
+    os.umask(mask)
+    return mask
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """True when ``a`` and ``b`` name one file: equal after resolution, or one inode (hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def check_output(path: str | Path, inputs: Iterable[str | Path | None] = (), option: str = "--out") -> None:
+    """Refuse an output path that aliases an input or cannot be written, before any work.
+
+    Raises :class:`InputError` naming ``option`` when ``path`` is an input (by
+    path, symlink or hard link), an existing directory, lies under a file, or
+    in a folder this process cannot write.
+    """
+    path = Path(path)
+    for source in inputs:
+        if source is not None and same_file(path, source):
+            raise InputError(path, option, f"is the same file as the input {source}; inputs are never overwritten")
+    if path.is_dir():
+        raise InputError(path, option, "is a directory; name a file to write")
+    folder = Path(os.path.abspath(path)).parent
+    while not folder.exists() and not folder.is_symlink():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError(path, option, f"{folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(path, option, f"folder {folder} is not writable")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it over ``path`` on success.
+
+    The temporary file is removed on any failure, so no partial output is left;
+    a folder that cannot be created or written is an :class:`InputError`.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InputError(path, option, f"cannot write here ({exc.strerror or exc})") from None
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates 0600; a finished output follows the umask
+        try:
+            yield tmp_path
+        except OSError as exc:  # disk full, quota, a folder removed under us
+            raise InputError(path, option, f"writing failed ({exc.strerror or exc})") from None
+        try:
+            os.replace(tmp_path, path)
+        except OSError as exc:
+            raise InputError(path, option, f"cannot replace ({exc.strerror or exc})") from None
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
