@@ -233,8 +233,10 @@ def canonical_from_pt(path: str | Path, name: str | None = None) -> Canonical:
         raise InputError(path, "num_nodes", f"the graph needs at least one vertex, got {n}")
     if edge_index.ndim != 2 or edge_index.shape[0] != 2:
         raise InputError(path, "edge_index", f"expected shape (2, arcs), got {edge_index.shape}")
-    if y.shape != (n, T + 1):
-        raise InputError(path, "y", f"expected shape ({n}, {T + 1}), got {y.shape}")
+    if y.shape[1] != T + 1:
+        raise InputError(path, "T", f"T={T}, but y holds {y.shape[1]} frames (T+1 expected)")
+    if y.shape[0] != n:
+        raise InputError(path, "num_nodes", f"num_nodes={n}, but y has {y.shape[0]} rows (one a vertex)")
     truth = _check_truth(y.T.copy(), str(path))
     model = "sir" if ("tR" in data or truth.max() == 2) else "si"
     src, dst = edge_index[0], edge_index[1]
