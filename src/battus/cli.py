@@ -145,11 +145,21 @@ def options_from_args(args: argparse.Namespace):
         refine_rounds=args.refine_rounds, lower=args.rate_lower, upper=args.rate_upper,
         chunk=args.candidate_chunk,
     )
-    return method_options(
-        args.method, decoder=args.decoder, tau=args.tau, beta_i=args.beta_i, beta_r=args.beta_r,
-        fit=args.fit, reset=args.reset, backward=args.backward, projection=args.projection,
-        causal=args.causal, fit_settings=fit_settings,
-    )
+    try:
+        return method_options(
+            args.method, decoder=args.decoder, tau=args.tau, beta_i=args.beta_i, beta_r=args.beta_r,
+            fit=args.fit, reset=args.reset, backward=args.backward, projection=args.projection,
+            causal=args.causal, fit_settings=fit_settings,
+        )
+    except InputError as exc:  # name the option the user typed, not the Options field
+        raise InputError(_OPTION_OF_FIELD.get(exc.field, exc.source), exc.field, exc.message) from None
+
+
+_OPTION_OF_FIELD = {
+    "tau": "--tau", "beta_i": "--beta-i", "beta_r": "--beta-r", "decoder": "--decoder", "method": "--method",
+    "fit bounds": "--rate-lower/--rate-upper",
+    "fit grid": "--grid-points/--refine-points/--refine-rounds/--candidate-chunk",
+}
 
 
 def cmd_reconstruct(args: argparse.Namespace) -> None:
@@ -378,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Every command's output, checked once here before any work: never an input, always writable."""
-    from .outputs import check_output
+    from .files import check_output
 
     out = getattr(args, "out", None)
     if out:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
+from .files import require_file
 
 
 @dataclass(frozen=True)
@@ -493,10 +494,7 @@ def read_edgelist(
         raise InputError(path, "fmt", f"expected 'auto', 'snap' or 'csv', got {fmt!r}")
     if relabel not in ("appearance", "sorted"):
         raise InputError(path, "relabel", f"expected 'appearance' or 'sorted', got {relabel!r}")
-    if path.is_dir():
-        raise InputError(path, "file", "is a directory, not an edge list")
-    if not path.is_file():
-        raise InputError(path, "file", "no such file")
+    require_file(path, "an edge list")
     try:
         with open(path, "rb") as fh:
             gz = fh.read(2) == _GZIP_MAGIC

@@ -21,8 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .files import require_file
 from .graph import Graph, from_arcs, is_symmetric
-from .memory import available_bytes, format_bytes
+from .memory import available_bytes, format_bytes, history_bytes, require
 from .problem import Problem, observe, schedule_times
 
 # torch storage class name -> numpy dtype of its raw little-endian bytes
@@ -150,11 +151,7 @@ def _member(archive: zipfile.ZipFile, name: str, source: str) -> bytes:
 
 def load_pt(path: str | Path) -> dict:
     """Read a torch_geometric ``Data`` export as a dict of numpy arrays and scalars."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(path, "file", "is a directory, not a .pt file")
-    if not path.is_file():
-        raise InputError(path, "file", "no such file")
+    path = require_file(path, "a .pt file")
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
@@ -273,16 +270,14 @@ def pol_from_retweets(path: str | Path, T: int = 40) -> Canonical:
     path = Path(path)
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
         raise InputError("--pol-T", "T", f"the horizon must be an integer >= 1, got {T!r}")
-    if path.is_dir():
-        raise InputError(path, "file", "is a directory, not rt-pol.txt")
-    if not path.is_file():
-        raise InputError(path, "file", "no such file")
+    require_file(path, "rt-pol.txt")
     try:
         rows = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
     except (ValueError, OverflowError, UnicodeError) as exc:
         raise InputError(path, "rows", f"expected integer rows from,to,unix_time ({exc})") from None
     if rows.shape[1] != 3 or rows.shape[0] == 0:
         raise InputError(path, "rows", f"expected 3 columns, got shape {rows.shape}")
+    require(history_bytes(rows.shape[0] * 2, T), "--pol-T", "T", f"T={T} frames of up to {2 * rows.shape[0]} vertices")
     src, dst, when = rows[:, 0], rows[:, 1], rows[:, 2]
     day = np.array([math.ceil((int(t) - int(when.min()) + 1) / 86400) for t in when], dtype=np.int64)
     ids, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)

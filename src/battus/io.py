@@ -6,9 +6,11 @@ place only when complete, so an interrupted job never leaves a partial file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import platform
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,9 +19,9 @@ import numpy as np
 
 from . import __version__
 from .errors import InputError
+from .files import atomic_path, require_file
 from .graph import Graph
 from .memory import available_bytes, format_bytes
-from .outputs import atomic_path
 from .problem import Observations, Problem, Reconstruction, check_problem
 
 HISTORY_FORMAT = "battus-history"
@@ -27,6 +29,17 @@ PREDICTION_FORMAT = "battus-prediction"
 GRAPH_FORMAT = "battus-graph"
 FORMAT_VERSION = 1
 _BIG = 1 << 16  # arrays with more elements than this are chunked and compressed
+
+
+@contextlib.contextmanager
+def _new_hdf5(path: str | Path) -> Iterator[h5py.File]:
+    """An HDF5 file written atomically; a failed write (disk full, quota) is one line, nothing left."""
+    with atomic_path(path) as tmp:
+        try:
+            with h5py.File(tmp, "w") as fh:
+                yield fh
+        except OSError as exc:
+            raise InputError(path, "--out", f"writing failed ({exc})") from None
 
 
 def sha256_file(path: str | Path) -> str:
@@ -73,11 +86,7 @@ def _write_graph(group: h5py.Group, graph: Graph) -> None:
 
 def open_hdf5(path: str | Path) -> h5py.File:
     """Open any HDF5 file for reading; a missing or unreadable one is an InputError."""
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(path, "file", "is a directory, not an HDF5 file")
-    if not path.is_file():
-        raise InputError(path, "file", "no such file")
+    path = require_file(path, "an HDF5 file")
     try:
         return h5py.File(path, "r")
     except (OSError, ValueError) as exc:
@@ -315,7 +324,7 @@ def _open(path: str | Path, kinds: tuple[str, ...]) -> h5py.File:
 
 
 def write_graph(path: str | Path, graph: Graph, prov: dict | None = None) -> None:
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
+    with _new_hdf5(path) as fh:
         fh.attrs["format"] = GRAPH_FORMAT
         fh.attrs["format_version"] = FORMAT_VERSION
         _write_graph(fh.create_group("graph"), graph)
@@ -334,7 +343,7 @@ def read_graph(path: str | Path) -> Graph:
 def write_history(path: str | Path, problem: Problem, prov: dict | None = None) -> None:
     """Write a history file: graph, model, T, n0, observations, optional truth, provenance."""
     check_problem(problem, str(path))
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
+    with _new_hdf5(path) as fh:
         fh.attrs["format"] = HISTORY_FORMAT
         fh.attrs["format_version"] = FORMAT_VERSION
         fh.attrs["model"] = problem.model
@@ -397,7 +406,7 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
         fit_trace=recon.fit_trace,
         **(extra or {}),
     )
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as fh:
+    with _new_hdf5(path) as fh:
         fh.attrs["format"] = PREDICTION_FORMAT
         fh.attrs["format_version"] = FORMAT_VERSION
         fh.attrs["model"] = problem.model

@@ -1,7 +1,9 @@
-"""Where outputs go, and how they are written.
+"""Files on disk: inputs that must be regular files, outputs that must not alias them.
 
-Every command checks its output paths here before it reads or computes
-anything (:func:`check_output`), and writes each output through
+Every reader opens its input through :func:`require_file`, so a missing
+path, a directory or a device gets a message saying which. Every command
+checks its output paths here before it reads or computes anything
+(:func:`check_output`), and writes each output through
 :func:`atomic_path`: a temporary file beside the target, renamed over it only
 when complete, created with the mode the umask gives any new file (0644 under
 umask 022) so results stay readable to a group on a shared cluster.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -35,6 +38,22 @@ def _umask() -> int:
     return mask
 
 
+def require_file(path: str | Path, what: str = "file") -> Path:
+    """``path`` as a Path when it is an existing regular file (or a link to one)."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise InputError(path, "file", "no such file") from None
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop of links
+        raise InputError(path, "file", f"cannot be opened ({getattr(exc, 'strerror', None) or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(path, "file", f"is a directory, not {what}")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(path, "file", f"is not a regular file (a device, pipe or socket), not {what}")
+    return path
+
+
 def same_file(a: str | Path, b: str | Path) -> bool:
     """True when ``a`` and ``b`` name one file: equal after resolution, or one inode (hard link)."""
     if os.path.realpath(a) == os.path.realpath(b):
@@ -53,6 +72,8 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = (), opt
     in a folder this process cannot write.
     """
     path = Path(path)
+    if "\0" in str(path):
+        raise InputError(repr(str(path)), option, "a path cannot hold a NUL byte")
     for source in inputs:
         if source is not None and same_file(path, source):
             raise InputError(path, option, f"is the same file as the input {source}; inputs are never overwritten")
@@ -84,10 +105,7 @@ def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates 0600; a finished output follows the umask
-        try:
-            yield tmp_path
-        except OSError as exc:  # disk full, quota, a folder removed under us
-            raise InputError(path, option, f"writing failed ({exc.strerror or exc})") from None
+        yield tmp_path
         try:
             os.replace(tmp_path, path)
         except OSError as exc:
