@@ -119,11 +119,14 @@ def test_output_aliasing_an_input_is_refused(tmp_path, toy, capsys, command, ali
     assert "same file as the input" in err
 
 
-@pytest.mark.parametrize("case", ["directory", "parent_is_file", "read_only"])
+@pytest.mark.parametrize("case", ["directory", "parent_is_file", "read_only", "fifo"])
 def test_unwritable_output_is_refused_before_any_work(tmp_path, toy, capsys, case):
     if case == "directory":
         out = tmp_path / "adir"
         out.mkdir()
+    elif case == "fifo":  # stands for /dev/null and other special files, which must never be replaced
+        out = tmp_path / "fifo"
+        os.mkfifo(out)
     elif case == "parent_is_file":
         out = toy["edges"] / "pred.h5"
     else:
@@ -134,7 +137,9 @@ def test_unwritable_output_is_refused_before_any_work(tmp_path, toy, capsys, cas
         folder.chmod(0o555)
         out = folder / "pred.h5"
     refused(capsys, argv_for("reconstruct", toy, out), inputs=list(toy.values()), out=None, names="--out")
-    assert not (out.is_file())
+    assert not out.is_file()
+    if case == "fifo":
+        assert stat.S_ISFIFO(out.stat().st_mode)
 
 
 def test_outputs_follow_the_umask(tmp_path, toy):

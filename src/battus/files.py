@@ -79,6 +79,8 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = (), opt
             raise InputError(path, option, f"is the same file as the input {source}; inputs are never overwritten")
     if path.is_dir():
         raise InputError(path, option, "is a directory; name a file to write")
+    if path.exists() and not path.is_file():  # replacing /dev/null or a FIFO would break the system
+        raise InputError(path, option, "is a device, pipe or socket, not a file to write")
     folder = Path(os.path.abspath(path)).parent
     while not folder.exists() and not folder.is_symlink():
         folder = folder.parent
