@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 from . import __version__
@@ -402,8 +403,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, or a usage error (already printed)
         return int(exc.code or 0)
     try:
-        _check_outputs(args)
-        args.func(args)
+        with warnings.catch_warnings():
+            # Library warnings (pandas casts, numpy, Numba) are noise to a user and would break the
+            # one-line error; what the user must know, Battus prints itself.
+            warnings.simplefilter("ignore")
+            _check_outputs(args)
+            args.func(args)
     except InputError as exc:
         print(f"battus: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

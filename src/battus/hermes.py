@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import warnings
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -272,11 +273,15 @@ def pol_from_retweets(path: str | Path, T: int = 40) -> Canonical:
         raise InputError("--pol-T", "T", f"the horizon must be an integer >= 1, got {T!r}")
     require_file(path, "rt-pol.txt")
     try:
-        rows = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
+            rows = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
     except (ValueError, OverflowError, UnicodeError) as exc:
         raise InputError(path, "rows", f"expected integer rows from,to,unix_time ({exc})") from None
-    if rows.shape[1] != 3 or rows.shape[0] == 0:
-        raise InputError(path, "rows", f"expected 3 columns, got shape {rows.shape}")
+    if rows.shape[0] == 0:
+        raise InputError(path, "rows", "no rows (the file is empty or only comments)")
+    if rows.shape[1] != 3:
+        raise InputError(path, "rows", f"expected 3 columns from,to,unix_time, got {rows.shape[1]}")
     require(history_bytes(rows.shape[0] * 2, T), "--pol-T", "T", f"T={T} frames of up to {2 * rows.shape[0]} vertices")
     src, dst, when = rows[:, 0], rows[:, 1], rows[:, 2]
     day = np.array([math.ceil((int(t) - int(when.min()) + 1) / 86400) for t in when], dtype=np.int64)
