@@ -412,6 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"battus: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except MemoryError:  # an input larger than its estimate could foresee (a gzip bomb of an edge list)
+        print(f"battus: error: {args.command}: memory: the input does not fit in this machine's memory; "
+              "nothing written", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("battus: interrupted; no output written", file=sys.stderr)
         return 130

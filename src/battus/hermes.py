@@ -298,6 +298,8 @@ def pol_from_retweets(path: str | Path, T: int = 40) -> Canonical:
         s_idx, d_idx, directed=False, n=n_all, node_ids=ids, keep_largest_component=True,
         name="pol-si", source=str(path),
     )
+    if graph.m == 0:
+        raise InputError(path, "rows", "no edge left after dropping self-retweets")
     keep = np.searchsorted(ids, graph.node_ids)
     infect_day = np.minimum(first_day[keep], T + 1)
     t = np.arange(T + 1)[:, None]
