@@ -266,10 +266,23 @@ def pt_cases(draw) -> tuple[PtSpec, str]:
     reasons: dict[str, str] = {}
     edge_values: list[int] = []
     for _ in range(draw(st.integers(0, 3))):
-        edit = draw(st.sampled_from(["view", "view", "view", "storage", "bytes", "scalar", "y", "edge_index",
-                                     "drop", "foreign", "container"]))
+        edit = draw(st.sampled_from(["view", "view", "view", "backwards", "backwards", "storage", "bytes", "scalar",
+                                     "y", "edge_index", "drop", "foreign", "container"]))
         tensors = [k for k, v in spec.mapping.items() if isinstance(v, Tensor)]
-        if edit == "view" and tensors:
+        wide = [k for k in tensors if isinstance(spec.mapping[k].size, tuple)
+                and any(_is_int(x) and x > 1 for x in spec.mapping[k].size)]
+        if edit == "backwards" and wide:
+            # a negative stride along a dimension longer than 1, with an offset that keeps the *last*
+            # element inside the storage: the view then reads memory before the storage (or far away)
+            key = draw(st.sampled_from(wide))
+            t = spec.mapping[key]
+            dims = [i for i, x in enumerate(t.size) if _is_int(x) and x > 1]
+            dim = draw(st.sampled_from(dims))
+            stride = list(t.stride)
+            stride[dim] = draw(st.sampled_from([-1, -2, -(2**20), -(2**40), -(2**62)]))
+            offset = draw(st.one_of(st.just(0), st.integers(0, max(int(t.numel) - 1, 0))))
+            spec.mapping[key] = replace(t, stride=tuple(stride), offset=offset)
+        elif edit == "view" and tensors:
             key = draw(st.sampled_from(tensors))
             t: Tensor = spec.mapping[key]
             part = draw(st.sampled_from(["offset", "size", "stride", "stride", "numel", "rank"]))
@@ -385,7 +398,7 @@ def pt_cases(draw) -> tuple[PtSpec, str]:
     return spec, "; ".join(why)
 
 
-@budget(150)
+@budget(200)
 @given(case=pt_cases())
 def test_fuzz_pt_structure(worker: CliWorker, base: Base, case: tuple[PtSpec, str]) -> None:
     """import-hermes on exports whose pickle is well formed but whose fields lie."""
@@ -939,7 +952,9 @@ def option_cases(draw) -> tuple[str, list[str], str, set[str]]:
 
 INPUT_NAMES = {"graph": "g.h5", "sir": "h.h5", "si": "h.h5", "pt": "in.pt", "edges": "e.txt"}
 OUT_KINDS = ["fresh"] * 8 + ["new-folder", "same", "dotdot", "absolute", "symlink", "hardlink", "dir",
-             "parent-is-file", "other-input"]
+                             "parent-is-file", "other-input"]
+if os.geteuid() != 0:  # root writes into read-only folders anyway
+    OUT_KINDS.append("read-only-folder")
 
 
 @budget(80)
@@ -987,9 +1002,12 @@ def test_fuzz_options_and_outputs(worker: CliWorker, base: Base, case: tuple[str
         out = f"{inp}/o{suffix}"
     elif out_kind == "other-input":
         out = inputs[-1]
+    elif out_kind == "read-only-folder":
+        (wd / "ro").mkdir(mode=0o555)
+        out = "ro/o" + suffix
     if out_kind in ("same", "dotdot", "absolute", "symlink", "hardlink", "other-input"):
         why.append(f"--out {out} is an input")
-    if out_kind in ("dir", "parent-is-file"):
+    if out_kind in ("dir", "parent-is-file", "read-only-folder"):
         why.append(f"--out {out} cannot be a file")
     if must_fail:
         why.append(must_fail)
@@ -1004,5 +1022,9 @@ def test_fuzz_options_and_outputs(worker: CliWorker, base: Base, case: tuple[str
             names |= {flag, flag.lstrip("-"), flag.lstrip("-").replace("-", "_")}
         if flag == "--out":
             names.add(out)
-    run_checked(worker, wd, argv, out=out if out_kind in ("fresh", "new-folder") else None,
-                must_fail="; ".join(why), names=tuple(sorted(names)))
+    try:
+        run_checked(worker, wd, argv, out=out if out_kind in ("fresh", "new-folder") else None,
+                    must_fail="; ".join(why), names=tuple(sorted(names)))
+    finally:
+        if out_kind == "read-only-folder":
+            (wd / "ro").chmod(0o755)  # so that pytest can clean up
