@@ -11,33 +11,35 @@ rule download:
     log:
         f"{OUT}/logs/download/{{path}}.log",
     wildcard_constraints:
-        path=_alternatives(DOWNLOADS),
+        path=alternatives(config["downloads"]),
     retries: 3
     conda:
         "../envs/battus.yaml"
     params:
-        url=lambda wc: DOWNLOADS[wc.path]["url"],
-        sha256=lambda wc: DOWNLOADS[wc.path]["sha256"],
+        url=lambda wc: config["downloads"][wc.path]["url"],
+        sha256=lambda wc: config["downloads"][wc.path]["sha256"],
     script:
         "../workflow_scripts/download.py"
 
 
 rule import_history:
     input:
-        lambda wc: f"resources/downloads/{DATASETS[wc.dataset]['import']}",
+        import_source,
     output:
         history("{dataset}"),
     log:
         f"{OUT}/logs/import/{{dataset}}.log",
+    benchmark:
+        f"{OUT}/benchmarks/import/{{dataset}}.tsv"
     wildcard_constraints:
-        dataset=_alternatives(IMPORTED),
+        dataset=alternatives(PLAN.imported()),
     conda:
         "../envs/battus.yaml"
     params:
-        schedule=lambda wc: DATASETS[wc.dataset]["schedule"],
-        pol_T=lambda wc: DATASETS[wc.dataset]["pol_T"],
+        command="import-hermes",
+        options=import_options,
     script:
-        "../workflow_scripts/import_history.py"
+        "../workflow_scripts/battus_cli.py"
 
 
 rule generate_graph:
@@ -48,12 +50,14 @@ rule generate_graph:
     benchmark:
         f"{OUT}/benchmarks/graph/{{graph}}.tsv"
     wildcard_constraints:
-        graph=_alternatives(GENERATED_GRAPHS),
+        graph=alternatives(PLAN.generated_graphs()),
     conda:
         "../envs/battus.yaml"
     params:
         spec=lambda wc: {
-            k: v for k, v in GRAPHS[wc.graph].items() if k not in ("label", "paper")
+            k: v
+            for k, v in config["graphs"][wc.graph].items()
+            if k not in ("label", "paper")
         },
     script:
         "../workflow_scripts/generate_graph.py"
@@ -61,7 +65,7 @@ rule generate_graph:
 
 rule edgelist_graph:
     input:
-        lambda wc: f"resources/downloads/{GRAPHS[wc.graph]['download']}",
+        edgelist_source,
     output:
         graph_file("{graph}"),
     log:
@@ -69,16 +73,17 @@ rule edgelist_graph:
     benchmark:
         f"{OUT}/benchmarks/graph/{{graph}}.tsv"
     wildcard_constraints:
-        graph=_alternatives(EDGELIST_GRAPHS),
+        graph=alternatives(PLAN.edgelist_graphs()),
     conda:
         "../envs/battus.yaml"
     resources:
         mem_mb=edgelist_mem_mb,
         runtime=edgelist_runtime,
     params:
-        directed=lambda wc: GRAPHS[wc.graph]["directed"],
+        command="graph",
+        options=edgelist_options,
     script:
-        "../workflow_scripts/edgelist_graph.py"
+        "../workflow_scripts/battus_cli.py"
 
 
 rule simulate:
@@ -91,24 +96,15 @@ rule simulate:
     benchmark:
         f"{OUT}/benchmarks/simulate/{{dataset}}.tsv"
     wildcard_constraints:
-        dataset=_alternatives(SIMULATED),
+        dataset=alternatives(PLAN.simulated()),
     conda:
         "../envs/battus.yaml"
     threads: job_threads
     resources:
         mem_mb=simulate_mem_mb,
-        gpu=lambda wc: 1 if DATASETS[wc.dataset]["sim_backend"] == "cuda" else 0,
+        gpu=simulate_gpus,
     params:
-        model=lambda wc: DATASETS[wc.dataset]["model"],
-        T=lambda wc: DATASETS[wc.dataset]["T"],
-        n0=lambda wc: DATASETS[wc.dataset]["n0"],
-        beta_i=lambda wc: DATASETS[wc.dataset]["beta_i"],
-        beta_r=lambda wc: DATASETS[wc.dataset]["beta_r"],
-        seed=lambda wc: DATASETS[wc.dataset]["seed"],
-        backend=lambda wc: DATASETS[wc.dataset]["sim_backend"],
-        same_step_recovery=lambda wc: DATASETS[wc.dataset].get(
-            "same_step_recovery", False
-        ),
-        schedule=lambda wc: DATASETS[wc.dataset]["schedule"],
+        command="simulate",
+        options=simulate_options,
     script:
-        "../workflow_scripts/simulate.py"
+        "../workflow_scripts/battus_cli.py"

@@ -14,13 +14,15 @@ rule reconstruct:
         "../envs/battus-cuda.yaml"
     threads: job_threads
     resources:
-        gpu=uses_gpu,
+        gpu=reconstruct_gpus,
         mem_mb=reconstruct_mem_mb,
         runtime=reconstruct_runtime,
     params:
+        command="reconstruct",
+        # every knob, normalised: editing one ablation reruns only its jobs
         options=reconstruct_options,
     script:
-        "../workflow_scripts/reconstruct.py"
+        "../workflow_scripts/battus_cli.py"
 
 
 rule score:
@@ -31,9 +33,14 @@ rule score:
         score("{dataset}", "{method}", "{variant}"),
     log:
         f"{OUT}/logs/score/{{dataset}}/{{method}}/{{variant}}.log",
+    benchmark:
+        f"{OUT}/benchmarks/score/{{dataset}}/{{method}}/{{variant}}.tsv"
     conda:
         "../envs/battus.yaml"
     resources:
-        mem_mb=lambda wc: int(1000 + 3 * reconstruct_mem_mb(wc) / 4),
+        mem_mb=score_mem_mb,
+    params:
+        command="score",
+        options={"quiet": True},
     script:
-        "../workflow_scripts/score.py"
+        "../workflow_scripts/battus_cli.py"

@@ -222,3 +222,22 @@ def test_latex_midrules_separate_groups_and_means(canonical):
     assert body[0] == r"\midrule" and body[3] == r"\midrule" and body[4].startswith("Battus-Z again")
     feas = report.table_latex(report.build_table("feasibility_sensitivity", spec, scores))
     assert feas.count(r"\midrule") == 4  # header rule + one before "Event-weighted", per panel
+
+
+def test_make_writes_a_table_and_a_figure_from_score_files(tmp_path):
+    """report.make, the one entry point of the workflow's table and figure rules."""
+    import json
+
+    spec, scores = _grid_spec(tmp_path)
+    runs = [tuple(key.split("|")) for key in scores]
+    paths = []
+    for i, record in enumerate(scores.values()):
+        paths.append(tmp_path / f"score{i}.json")
+        paths[-1].write_text(json.dumps(record))
+    outputs = [tmp_path / f"tau.{ext}" for ext in ("csv", "md", "tex")]
+    summary = report.make("tau_sensitivity", spec, runs, {"scores": paths}, outputs)
+    assert "2 panels" in summary and all(p.stat().st_size > 0 for p in outputs)
+    report.make("timing", spec, runs, {"scores": paths}, [tmp_path / "timing.png"])
+    assert (tmp_path / "timing.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="2 score files"):
+        report.make("tau_sensitivity", spec, runs, {"scores": paths[:2]}, outputs)

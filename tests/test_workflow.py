@@ -279,6 +279,83 @@ def test_check_paper_tables_on_ci_output():
 
 
 # ---------------------------------------------------------------------------
+# (g) the plan: options from the package's presets, sweep variants built once, report items
+
+
+def validated(config: dict) -> dict:
+    from snakemake.utils import validate
+
+    validate(config, str(ROOT / "config/schemas/config.schema.yaml"))  # fills in the defaults
+    return config
+
+
+def tiny_plan(**changes):
+    from battus.experiments import Plan
+
+    cfg = yaml.safe_load((ROOT / "config/test/tiny.yaml").read_text())
+    for dotted, value in changes.items():
+        node = cfg
+        *keys, last = dotted.split(".")
+        for k in keys:
+            node = node[k]
+        node[last] = value
+    return Plan(validated(cfg))
+
+
+def test_plan_options_come_from_the_package_presets():
+    from battus.infer import method_options
+
+    plan = tiny_plan()
+    for method in ("battus", "battus-z"):
+        options = method_options(method)
+        assert plan.presets[method] == {k: getattr(options, k) for k in plan.presets[method]}
+    z = plan.options("ba-si", "battus-z", "default")
+    assert z == {"backend": "cpu", "backward": True, "beta_i": 0.1, "causal": False, "decoder": "threshold",
+                 "fit": False, "method": "battus-z", "projection": True, "reset": False, "schedule": None,
+                 "tau": 0.65}  # SI: no recovery rate
+    fitted = plan.options("ba-sir", "battus", "default")
+    assert fitted["fit"] and fitted["grid_points"] == 4 and fitted["rate_upper"] == 0.5
+    assert not {"beta_i", "beta_r", "tau"} & set(fitted)  # fitted rates, MAP decoder
+    # spelling out a preset value is the preset: nothing reruns
+    spelled = tiny_plan(**{"variants.battus-z.sharp.tau": 0.65})
+    assert spelled.options("ba-sir", "battus-z", "sharp") == spelled.options("ba-sir", "battus-z", "default")
+
+
+def test_plan_builds_sweep_variants_once_without_parsing_names():
+    from battus.experiments import ConfigError
+
+    plan = tiny_plan(**{"experiments.tau.method": "battus"})
+    assert plan.overrides("battus", "tau-0.65") == {"decoder": "threshold", "tau": 0.65}
+    assert plan.options("ba-sir", "battus", "tau-0.60")["tau"] == 0.6
+    grid = tiny_plan()
+    assert grid.rates_variant("battus-z", 0.1, 0.1) == "default"
+    assert grid.overrides("battus-z", "rates-0.10-0.20") == {"fit": False, "beta_i": 0.1, "beta_r": 0.2}
+    assert grid.tau_variant("battus-z", 0.65) == "default"
+    with pytest.raises(ConfigError, match="tau-0.42"):
+        grid.overrides("battus-z", "tau-0.42")  # not swept by this config
+
+
+def test_report_items_show_only_their_own_experiments():
+    from battus.report import report_made, report_runs, report_spec
+
+    plan = tiny_plan()
+    assert report_made(plan, "table") == ["datasets", "ablation", "canonical_quality", "unobserved_quality",
+                                          "feasibility_sensitivity", "tau_sensitivity", "rate_robustness",
+                                          "large_results"]
+    assert "history_drawing" in report_made(plan, "figure")
+    assert set(report_spec("ablation", plan)["experiments"]) == {"ablation"}
+    assert set(report_spec("feasibility_sensitivity", plan)["experiments"]) == {"canonical", "rate_grid"}
+    assert report_runs("history_drawing", plan) == [("ba-sir", "battus", "default"),
+                                                    ("ba-sir", "battus-z", "default")]
+    no_tau = yaml.safe_load((ROOT / "config/test/tiny.yaml").read_text())
+    del no_tau["experiments"]["tau"]
+    from battus.experiments import Plan
+
+    plan = Plan(validated(no_tau))
+    assert "tau_sensitivity" not in report_made(plan, "table") and "tau_curves" not in report_made(plan, "figure")
+
+
+# ---------------------------------------------------------------------------
 # CUDA code paths through Numba's CUDA simulator (no GPU needed)
 
 

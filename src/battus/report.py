@@ -692,3 +692,113 @@ def figure_history_drawing(spec: dict, history_path: str | Path, predictions: li
     fig.tight_layout()
     fig.savefig(out, dpi=130)
     plt.close(fig)
+
+
+# ---------------------------------------------------------------------------
+# The report of a workflow plan (battus.experiments.Plan): which tables and
+# figures it makes, what each one shows (its spec), and making one of them
+
+
+@dataclass(frozen=True)
+class ReportItem:
+    """One table or figure: the experiments it shows and what else it reads."""
+
+    kind: str  # "table" (CSV, Markdown, LaTeX) or "figure" (PNG)
+    shows: tuple[str, ...]  # config experiments it prints and whose runs' scores it reads
+    published: bool = False  # also reads the published HERMES Table 2 rows
+
+
+REPORT_ITEMS = {
+    "datasets": ReportItem("table", ("datasets",)),  # reads the histories, no scores
+    "ablation": ReportItem("table", ("ablation",)),
+    "canonical_quality": ReportItem("table", ("canonical",), published=True),
+    "unobserved_quality": ReportItem("table", ("canonical",)),
+    "feasibility_sensitivity": ReportItem("table", ("canonical", "rate_grid")),
+    "tau_sensitivity": ReportItem("table", ("tau",)),
+    "rate_robustness": ReportItem("table", ("rate_robustness",)),
+    "large_results": ReportItem("table", ("large",)),
+    "tau_curves": ReportItem("figure", ("tau",)),
+    "rate_grid_heatmaps": ReportItem("figure", ("rate_grid",)),
+    "canonical_bars": ReportItem("figure", ("canonical",), published=True),
+    "cv_vs_f1": ReportItem("figure", ("canonical",), published=True),
+    "timing": ReportItem("figure", ("canonical", "large")),
+    "history_drawing": ReportItem("figure", ("canonical",)),  # reads one history and its predictions
+}
+
+
+def report_runs(name: str, plan) -> list[tuple[str, str, str]] | None:
+    """The (dataset, method, variant) runs a table or figure reads, once each; None: not made by this plan."""
+    if name == "datasets":
+        return [] if "datasets" in plan.experiments else None
+    if name == "history_drawing":
+        canonical = plan.experiments.get("canonical") or {}
+        if not canonical.get("drawing"):
+            return None
+        return [(canonical["drawing"], m, v) for m, v in canonical["methods"]]
+    runs = [run for experiment in REPORT_ITEMS[name].shows for run in plan.runs(experiment)]
+    return list(dict.fromkeys(runs)) or None
+
+
+def report_made(plan, kind: str) -> list[str]:
+    """The tables (or figures) this plan makes, in the paper's order."""
+    return [n for n, item in REPORT_ITEMS.items() if item.kind == kind and report_runs(n, plan) is not None]
+
+
+def report_spec(name: str, plan) -> dict:
+    """What a table or figure shows: only its own experiments' settings, labels and datasets,
+    so that editing one experiment reruns only its own tables."""
+    experiments = {k: plan.experiments[k] for k in REPORT_ITEMS[name].shows if k in plan.experiments}
+    runs = report_runs(name, plan) or []
+    names = list(dict.fromkeys(d for d, _, _ in runs))
+    if name == "datasets":
+        names = plan.experiments["datasets"]["datasets"]
+    spec = {
+        "name": plan.name,
+        "experiments": experiments,
+        "datasets": {d: plan.dataset_info(d) for d in names},
+        "labels": {f"{m}/{v}": plan.run_label(m, v) for _, m, v in runs},
+    }
+    if "tau" in experiments:
+        tau = experiments["tau"]
+        spec["tau_variants"] = {f"{x:.2f}": plan.tau_variant(tau["method"], x) for x in tau["taus"]}
+    if "rate_grid" in experiments:
+        grid = experiments["rate_grid"]
+        spec["rate_variants"] = [[bi, br, plan.rates_variant(grid["method"], bi, br)]
+                                 for bi in grid["beta_i"] for br in grid["beta_r"]]
+    if "rate_robustness" in experiments:
+        spec["rate_runs"] = [list(r) for r in plan.rate_robustness]
+    return spec
+
+
+def make(name: str, spec: dict, runs: list, inputs: dict, outputs: list) -> str:
+    """Make one table (outputs: CSV, Markdown, LaTeX) or figure (outputs: PNG) from its input files.
+
+    ``inputs``: ``scores`` (one file per run, in ``runs`` order), ``histories``
+    (the dataset table), ``history`` and ``predictions`` (the history drawing),
+    ``published`` (HERMES Table 2 rows), each present only where needed.
+    Returns a one-line summary for the log.
+    """
+    published = read_published(inputs["published"]) if "published" in inputs else None
+    if name == "history_drawing":
+        labels = [spec["labels"][f"{m}/{v}"] for _, m, v in runs]
+        figure_history_drawing(spec, inputs["history"], list(inputs["predictions"]), labels, outputs[0])
+        return f"wrote {outputs[0]}"
+    scores = load_scores(runs, list(inputs.get("scores", [])))
+    if REPORT_ITEMS[name].kind == "table":
+        histories = None
+        if "histories" in inputs:
+            histories = {d: history_summary(p) for d, p in zip(spec["datasets"], inputs["histories"], strict=True)}
+        table = build_table(name, spec, scores, histories=histories, published=published)
+        write_table(table, *outputs)
+        return f"wrote {outputs[0]} ({len(table.panels)} panels)"
+    figures = {
+        "tau_curves": lambda out: figure_tau_curves(spec, scores, out),
+        "rate_grid_heatmaps": lambda out: figure_rate_grid(spec, scores, out),
+        "canonical_bars": lambda out: figure_canonical_bars(spec, scores, published, out),
+        "cv_vs_f1": lambda out: figure_cv_vs_f1(spec, scores, published, out),
+        "timing": lambda out: figure_timing(spec, scores, runs, out),
+    }
+    if name not in figures:
+        raise ValueError(f"unknown figure {name!r}")
+    figures[name](outputs[0])
+    return f"wrote {outputs[0]}"

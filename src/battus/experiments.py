@@ -1,0 +1,308 @@
+"""What a workflow configuration asks for: datasets, runs, their options and job sizes.
+
+The Snakemake workflow (``rules/common.smk``) validates its config against
+``config/schemas/config.schema.yaml`` (which fills in the defaults) and builds
+one :class:`Plan` from it. The plan answers every question the rules ask:
+which (dataset, method, variant) runs each experiment needs, the complete
+options of one run, and how large its job is. Method presets come from
+:func:`battus.infer.method_options` and the sizes of the scale presets from
+:data:`battus.synth.SCALE_PRESETS`, so nothing here copies the package.
+:mod:`battus.report` says which tables and figures a plan makes.
+
+A variant is a named set of option overrides of a method preset:
+``default`` (the preset itself), the ablations under ``variants:`` in the
+config, and the ones the sweeps generate, ``tau-0.70`` (the tau sweep) and
+``rates-0.05-0.20`` (the rate grid). Generated names are built once, with
+their overrides, from the sweep's numbers; they are never parsed back.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .infer import method_options
+from .synth import SCALE_PRESETS
+
+METHOD_LABELS = {"battus": "Battus", "battus-z": "Battus-Z"}
+METHODS = tuple(METHOD_LABELS)
+# the preset options a variant may override (the fit settings are separate)
+PRESET_KEYS = ("fit", "reset", "backward", "decoder", "tau", "beta_i", "beta_r", "projection", "causal")
+# config `fit:` keys, as the CLI's reconstruct options (--grid-points, --rate-lower, ...)
+FIT_KEYS = ("grid_points", "refine_points", "refine_rounds", "rate_lower", "rate_upper")
+EXPERIMENTS = ("canonical", "ablation", "tau", "rate_grid", "rate_robustness", "large", "extra")
+IMPORTED_SIZE = (20_000, 100_000)  # (n, arcs) assumed for an imported history before it exists
+
+
+def preset(method: str) -> dict:
+    """The method's preset options (battus.infer.method_options) as a plain dict."""
+    options = method_options(method)
+    return {key: getattr(options, key) for key in PRESET_KEYS}
+
+
+def _rate_tag(x: float) -> str:
+    return f"{float(x):.2f}"
+
+
+class ConfigError(ValueError):
+    """A configuration that passes the schema but refers to something that does not exist."""
+
+    def __init__(self, message: str):
+        super().__init__(f"config: {message}")
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConfigError(message)
+
+
+class Plan:
+    """Everything a validated workflow configuration asks for."""
+
+    def __init__(self, config: dict):
+        self.name = config["name"]
+        self.results = config["results"].rstrip("/")
+        self.backend = config["backend"]
+        self.large_threads = config["large_threads"]
+        self.fit = config["fit"]
+        self.downloads = config["downloads"]
+        self.graphs = config["graphs"]
+        self.experiments = config["experiments"]
+        self.presets = {m: preset(m) for m in METHODS}
+        self.datasets = {name: dict(spec) for name, spec in config["datasets"].items()}
+        self.rate_robustness = self._add_rate_robustness_datasets()
+        # method -> variant -> overrides of the preset; labels of the named ones
+        self.variants = {m: {"default": {}} for m in METHODS}
+        self.variant_labels = {m: {} for m in METHODS}
+        for method, named in config["variants"].items():
+            for variant, spec in named.items():
+                self.variants[method][variant] = {k: v for k, v in spec.items() if k != "label"}
+                if "label" in spec:
+                    self.variant_labels[method][variant] = spec["label"]
+        self._add_sweep_variants()
+        self._check_references()
+
+    # -- datasets ------------------------------------------------------------
+    def _add_rate_robustness_datasets(self) -> list[tuple]:
+        """Resimulated datasets of the rate-robustness table: (dataset, topology, model, beta_i, beta_r)."""
+        spec = self.experiments.get("rate_robustness")
+        if not spec:
+            return []
+        made = []
+        for label, topology in spec["topologies"].items():
+            for model in spec["models"]:
+                for beta_i, beta_r in spec["rates"]:
+                    name = f"rr-{label}-{model}-{_rate_tag(beta_i)}-{_rate_tag(beta_r)}"
+                    dataset = dict(
+                        model=model, T=spec["T"], n0=spec["n0"], beta_i=float(beta_i), beta_r=float(beta_r),
+                        seed=spec["seed"], sim_backend="cpu", schedule="benchmark", large=False,
+                        group="Rate robustness", graph_kind="Synth.", diffusion_kind="Synth.",
+                        label=f"{label.upper()}--{model.upper()} ({_rate_tag(beta_i)}, {_rate_tag(beta_r)})",
+                    )
+                    if "graph" in topology:
+                        dataset["graph"] = topology["graph"]
+                    else:
+                        dataset["topology"] = topology["dataset"]
+                    self.datasets[name] = dataset
+                    made.append((name, label, model, float(beta_i), float(beta_r)))
+        return made
+
+    def imported(self) -> list[str]:
+        return sorted(d for d, s in self.datasets.items() if "import" in s)
+
+    def simulated(self) -> list[str]:
+        return sorted(d for d, s in self.datasets.items() if "import" not in s)
+
+    def generated_graphs(self) -> list[str]:
+        return sorted(g for g, s in self.graphs.items() if "generator" in s)
+
+    def edgelist_graphs(self) -> list[str]:
+        return sorted(g for g, s in self.graphs.items() if "download" in s)
+
+    # -- variants ------------------------------------------------------------
+    def tau_variant(self, method: str, tau: float) -> str:
+        """The tau sweep's variant; Battus-Z at its own tau is its default run (computed once)."""
+        if method == "battus-z" and math.isclose(tau, self.presets[method]["tau"]):
+            return "default"
+        return f"tau-{_rate_tag(tau)}"
+
+    def rates_variant(self, method: str, beta_i: float, beta_r: float) -> str:
+        """The rate grid's variant; a fixed-rate preset at its own rates is its default run."""
+        p = self.presets[method]
+        if not p["fit"] and math.isclose(beta_i, p["beta_i"]) and math.isclose(beta_r, p["beta_r"]):
+            return "default"
+        return f"rates-{_rate_tag(beta_i)}-{_rate_tag(beta_r)}"
+
+    def _add_sweep_variants(self) -> None:
+        tau = self.experiments.get("tau")
+        if tau:
+            method = tau["method"]
+            for x in tau["taus"]:
+                variant = self.tau_variant(method, x)
+                if variant != "default":  # Battus decodes by MAP: the sweep switches it to the threshold
+                    extra = {"decoder": "threshold"} if self.presets[method]["decoder"] == "map" else {}
+                    self.variants[method].setdefault(variant, {**extra, "tau": float(x)})
+        grid = self.experiments.get("rate_grid")
+        if grid:
+            method = grid["method"]
+            for bi in grid["beta_i"]:
+                for br in grid["beta_r"]:
+                    variant = self.rates_variant(method, bi, br)
+                    if variant != "default":
+                        self.variants[method].setdefault(
+                            variant, {"fit": False, "beta_i": float(bi), "beta_r": float(br)})
+
+    def overrides(self, method: str, variant: str) -> dict:
+        """The options a (method, variant) changes relative to the method preset."""
+        if variant not in self.variants.get(method, {}):
+            raise ConfigError(f"unknown variant {variant!r} of method {method!r}: define it under "
+                              f"variants.{method} (or sweep it with experiments.tau / rate_grid)")
+        return self.variants[method][variant]
+
+    def options(self, dataset: str, method: str, variant: str) -> dict:
+        """Every knob of one reconstruction (the CLI's reconstruct options), normalised and sorted.
+
+        Options a run ignores are dropped (fitted rates, SI's recovery rate,
+        the MAP decoder's tau), so spelling out a preset value or editing an
+        unused one changes nothing and reruns nothing.
+        """
+        overrides = self.overrides(method, variant)
+        options = {**self.presets[method], **{k: v for k, v in overrides.items() if k not in FIT_KEYS}}
+        if options["fit"]:
+            options.update({k: overrides.get(k, self.fit[k]) for k in FIT_KEYS})
+            del options["beta_i"], options["beta_r"]  # fitted, not given
+        elif self.datasets[dataset].get("model") == "si":
+            del options["beta_r"]  # SI ignores the recovery rate
+        if options["decoder"] == "map":
+            del options["tau"]  # the MAP decoder ignores tau
+        options["schedule"] = overrides.get("schedule")
+        options["backend"] = self.backend
+        options["method"] = method
+        return dict(sorted(options.items()))
+
+    def run_label(self, method: str, variant: str) -> str:
+        if variant == "default":
+            return METHOD_LABELS[method]
+        return self.variant_labels[method].get(variant, f"{METHOD_LABELS[method]} {variant}")
+
+    # -- runs ----------------------------------------------------------------
+    def runs(self, experiment: str) -> list[tuple[str, str, str]]:
+        """The (dataset, method, variant) runs one experiment scores, in table order."""
+        spec = self.experiments.get(experiment)
+        if not spec:
+            return []
+        if experiment == "canonical":
+            return [(d, m, v) for d in spec["si"] + spec["sir"] for m, v in spec["methods"]]
+        if experiment == "ablation":
+            return [(d, r["method"], r["variant"]) for r in spec["rows"] for d in spec["datasets"]]
+        if experiment == "tau":
+            method = spec["method"]
+            return [(d, method, self.tau_variant(method, t)) for t in spec["taus"] for d in spec["datasets"]]
+        if experiment == "rate_grid":
+            method = spec["method"]
+            return [(d, method, self.rates_variant(method, bi, br))
+                    for bi in spec["beta_i"] for br in spec["beta_r"] for d in spec["datasets"]]
+        if experiment == "rate_robustness":
+            method, variant = spec["method"]
+            return [(d, method, variant) for d, *_ in self.rate_robustness]
+        if experiment in ("large", "extra"):
+            return [(d, m, v) for d in spec["datasets"] for m, v in spec["methods"]]
+        raise ValueError(f"unknown experiment {experiment!r}")
+
+    def all_runs(self) -> list[tuple[str, str, str]]:
+        """Every run of every experiment, once (runs no table reads, `extra`, included)."""
+        return list(dict.fromkeys(run for e in EXPERIMENTS for run in self.runs(e)))
+
+    def dataset_info(self, name: str) -> dict:
+        """What the tables print about a dataset."""
+        spec = self.datasets[name]
+        graph = self.graphs.get(spec.get("graph", ""), {})
+        return {
+            "label": spec.get("label", name),
+            "published": spec.get("published"),
+            "group": spec["group"],
+            "graph_kind": spec["graph_kind"],
+            "diffusion_kind": spec["diffusion_kind"],
+            "model": spec.get("model"),
+            "paper": graph.get("paper", {}),
+        }
+
+    def _check_references(self) -> None:
+        for d, s in self.datasets.items():
+            if "import" in s:
+                _check(s["import"] in self.downloads, f"datasets.{d}.import: no download named {s['import']!r}")
+            elif "graph" in s:
+                _check(s["graph"] in self.graphs, f"datasets.{d}.graph: no graph named {s['graph']!r}")
+            else:
+                _check(s["topology"] in self.datasets,
+                       f"datasets.{d}.topology: no dataset named {s['topology']!r}")
+        for g, s in self.graphs.items():
+            if "download" in s:
+                _check(s["download"] in self.downloads, f"graphs.{g}.download: no download named {s['download']!r}")
+            elif s["generator"] == "ba":
+                _check("m" in s and "n" in s, f"graphs.{g}: the ba generator needs n and m")
+            elif s["generator"] == "scale":
+                _check("preset" in s, f"graphs.{g}: the scale generator needs preset")
+            else:
+                _check("n" in s, f"graphs.{g}: the {s['generator']} generator needs n")
+                _check("edges" in s, f"graphs.{g}: the {s['generator']} generator needs edges")
+        for d, m, v in self.all_runs():
+            _check(d in self.datasets, f"experiments: no dataset named {d!r}")
+            self.overrides(m, v)
+        drawing = self.experiments.get("canonical", {}).get("drawing")
+        _check(drawing is None or drawing in self.datasets, f"experiments.canonical.drawing: no dataset {drawing!r}")
+        for d in self.experiments.get("datasets", {}).get("datasets", []):
+            _check(d in self.datasets, f"experiments.datasets: no dataset named {d!r}")
+
+    # -- job sizes (cluster resources) ---------------------------------------
+    def job_size(self, dataset: str) -> tuple[int, int, int]:
+        """(n, arcs, T) of a dataset's history, from the config alone (before any file exists)."""
+        spec = self.datasets[dataset]
+        T = spec.get("T", 40)
+        if "import" in spec:
+            return (*IMPORTED_SIZE, T)
+        if "topology" in spec:
+            return (*self.job_size(spec["topology"])[:2], T)
+        graph = self.graphs[spec["graph"]]
+        if graph.get("generator") == "scale":
+            p = SCALE_PRESETS[graph["preset"]]
+            return p.n, p.arcs, T
+        if "generator" in graph:
+            edges = graph.get("edges", graph.get("m", 1) * graph["n"])
+            return graph["n"], 2 * edges, T
+        paper = graph.get("paper", {})
+        arcs = paper.get("edges", 10_000_000) * (1 if graph["directed"] else 2)
+        return paper.get("n", 1_000_000), arcs, T
+
+    def uses_gpu(self, dataset: str) -> bool:
+        return bool(self.datasets[dataset]["large"]) and self.backend != "cpu"
+
+    def threads(self, dataset: str) -> int:
+        return self.large_threads if self.datasets[dataset]["large"] else 1
+
+    def reconstruct_mem_mb(self, dataset: str) -> int:
+        n, arcs, T = self.job_size(dataset)
+        # CSR (int32 + int64 rows) + forward, posterior and message fields
+        return int(1000 + (12 * arcs + 8 * n + 64 * (T + 1) * n) / 1e6)
+
+    def reconstruct_runtime(self, dataset: str, method: str, variant: str) -> int:
+        """Minutes: ~2e8 arc visits per second on one CPU socket, 20x that on a GPU, capped at 48 h."""
+        n, arcs, T = self.job_size(dataset)
+        passes = 800 if self.options(dataset, method, variant)["fit"] else 4
+        seconds = T * (n + arcs) * passes / 2e8
+        if self.uses_gpu(dataset):
+            seconds /= 20
+        return int(min(48 * 60, 10 + math.ceil(seconds / 60)))
+
+    def simulate_mem_mb(self, dataset: str) -> int:
+        n, arcs, T = self.job_size(dataset)
+        return int(1000 + (12 * arcs + 8 * n + 2 * (T + 1) * n) / 1e6)
+
+    def edgelist_mem_mb(self, graph: str) -> int:
+        # int64 endpoint pairs, symmetrised, plus sort/unique buffers: ~100 bytes per edge
+        return int(2000 + 100 * self._paper_edges(graph) / 1e6)
+
+    def edgelist_runtime(self, graph: str) -> int:
+        return int(10 + self._paper_edges(graph) / 2e6)
+
+    def _paper_edges(self, graph: str) -> int:
+        return self.graphs[graph].get("paper", {}).get("edges", 10_000_000)
