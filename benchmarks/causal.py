@@ -29,7 +29,7 @@ from pathlib import Path
 import numba
 
 from battus.backends import CPUBackend
-from battus.causal import causal_decode
+from battus.decode import causal_decode
 from battus.infer import method_options, reconstruct
 from battus.score import causal_violations, event_weighted, hermes_score
 

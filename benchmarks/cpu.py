@@ -19,17 +19,21 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 import time
+from pathlib import Path
 
 import numba
 import numpy as np
 
-from battus import reference as ref
 from battus.backends import CPUBackend
 from battus.graph import from_arcs
 from battus.infer import method_options, reconstruct
 from battus.problem import Problem, observe, schedule_times
 from battus.simulate import simulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import naive as ref  # noqa: E402  (the naive references live beside the tests)
 
 
 def build_problem(n: int, m: int, T: int, seed: int) -> Problem:

@@ -158,8 +158,8 @@ def pressure_step_times(graph, backend_cls, repeats: int = 20) -> dict:
 
 def sweep_bins(preset: str, seed: int, repeats: int, log) -> list:
     """Battus-Z SIR time for several degree-bin settings of the CUDA backend."""
+    from battus.backends.cuda import CUDABackend
     from battus.infer import method_options
-    from battus.kernels.cuda import CUDABackend
     from battus.problem import Problem, observe, schedule_times
     from battus.simulate import simulate
 
@@ -204,8 +204,8 @@ def make_graph(preset: str, seed: int):
 
 
 def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log) -> dict:
+    from battus.backends.cuda import CUDABackend
     from battus.infer import method_options
-    from battus.kernels.cuda import CUDABackend
     from battus.problem import Problem, observe, schedule_times
     from battus.simulate import simulate
 
@@ -273,7 +273,7 @@ def main(argv=None) -> int:
 
     from numba import cuda
 
-    from battus.kernels.cuda import CUDABackend
+    from battus.backends.cuda import CUDABackend
 
     def log(msg: str) -> None:
         print(msg, flush=True)

@@ -10,130 +10,16 @@ import sys
 
 import numpy as np
 import pytest
+from naive import naive_certify, naive_repair
 
 from battus.backends import CPUBackend
-from battus.causal import causal_decode, certify_violations
-from battus.decode import states_from_hitting_times
+from battus.causal import certify_violations
+from battus.decode import causal_decode, states_from_hitting_times
 from battus.graph import Graph, from_arcs
 from battus.infer import method_options, reconstruct
-from battus.kernels.causal_cpu import UNANIMOUS_ROUNDS
 from battus.problem import Observations, Problem, observe, schedule_times
 from battus.score import causal_violations, event_weighted, hermes_score, score_all
 from battus.simulate import simulate
-
-# ----------------------------------------------------------------------------
-# naive reference: the same decoder written with Python sets and dicts, one frame at a time
-
-
-def naive_window(obs_times, obs_states, n, T):
-    floor = [0] * n
-    ceiling = [T + 1] * n
-    for k, t in enumerate(obs_times):
-        for v in range(n):
-            s = int(obs_states[k, v])
-            if s == 0:
-                floor[v] = max(floor[v], int(t) + 1)
-            elif s == 2:
-                ceiling[v] = min(ceiling[v], int(t))
-    return floor, ceiling
-
-
-def naive_in_neighbours(graph, u):
-    return [int(v) for v in graph.indices[graph.indptr[u]:graph.indptr[u + 1]]]
-
-
-def naive_infected(ti, tr, v, f):
-    return ti[v] <= f < tr[v]
-
-
-def naive_repair(graph, gamma, ti, tr, obs_times, obs_states, T, unanimous_rounds=UNANIMOUS_ROUNDS):
-    """Frame rounds of battus.kernels.causal_cpu written out directly (slow, obvious)."""
-    n = graph.n
-    ti = [int(x) for x in ti]
-    tr = [int(x) for x in tr]
-    floor, ceiling = naive_window(obs_times, obs_states, n, T)
-
-    def can(v, f):
-        return floor[v] <= f < ceiling[v]
-
-    def support_cost(v, f):
-        c = 0.0
-        for t in range(ti[v] - 1, f - 1, -1):  # S -> I, summed backwards from the onset
-            c += float(gamma[0, t, v]) - 0.5
-        for t in range(tr[v], f + 1):  # R -> I
-            c += float(gamma[2, t, v]) - 0.5
-        return c
-
-    for a in range(T, 0, -1):
-        f = a - 1
-        viol = [u for u in range(n) if ti[u] == a
-                and not any(naive_infected(ti, tr, v, f) for v in naive_in_neighbours(graph, u))]
-        cands = {u: sorted({v for v in naive_in_neighbours(graph, u) if v != u and can(v, f)}) for u in viol}
-        own = {}
-        for u in viol:
-            b = a - 1
-            while b >= floor[u]:
-                if b == 0 or any(naive_infected(ti, tr, v, b - 1) for v in naive_in_neighbours(graph, u)):
-                    break
-                b -= 1
-            if b >= floor[u]:
-                c = 0.0
-                for t in range(b, a):
-                    c += float(gamma[0, t, u]) - 0.5
-                own[u] = (b, c)
-        uncovered = {u for u in viol if cands[u]}
-        rounds = 0
-        while uncovered:
-            unanimous = rounds < unanimous_rounds
-            rounds += 1
-            served = {}
-            for u in uncovered:
-                for v in cands[u]:
-                    served[v] = served.get(v, 0) + 1
-            pick = {}
-            for u in uncovered:
-                options = []
-                for v in cands[u]:
-                    c = support_cost(v, f)
-                    options.append((c / served[v] if c >= 0 else c * served[v], 0, v))
-                if u in own:
-                    options.append((own[u][1], 1, u))
-                pick[u] = min(options)
-            selected = set()
-            for v in served:
-                users = [u for u in uncovered if v in cands[u]]
-                picked = [pick[u][1] == 0 and pick[u][2] == v for u in users]
-                if all(picked) or (any(picked) and not unanimous):
-                    selected.add(v)
-            for u in list(uncovered):
-                if pick[u][1] == 1:
-                    ti[u] = min(ti[u], own[u][0])
-                    uncovered.discard(u)
-                elif any(v in selected for v in cands[u]):
-                    uncovered.discard(u)
-            for v in selected:
-                ti[v] = min(ti[v], f)
-                tr[v] = max(tr[v], a)
-    return np.array(ti, dtype=np.int64), np.array(tr, dtype=np.int64)
-
-
-def naive_certify(graph, states, obs_times, obs_states):
-    T = states.shape[0] - 1
-    floor, ceiling = naive_window(obs_times, obs_states, graph.n, T)
-    violations = forced = 0
-    for u in range(graph.n):
-        infected = np.nonzero(states[:, u] != 0)[0]
-        if infected.size == 0 or infected[0] == 0:
-            continue
-        a = int(infected[0])
-        nbrs = naive_in_neighbours(graph, u)
-        if any(states[a - 1, v] == 1 for v in nbrs):
-            continue
-        violations += 1
-        if not any(v != u and floor[v] <= a - 1 < ceiling[v] for v in nbrs):
-            forced += 1
-    return violations, forced
-
 
 # ----------------------------------------------------------------------------
 # helpers
@@ -384,8 +270,8 @@ for seed, model, directed, rounds in [(0, "si", False, 2), (1, "sir", True, 2), 
         })
 # the whole pipeline on the CUDA backend (float32 posteriors) against the CPU decoder fed the same inputs
 from battus.backends import CPUBackend
-from battus.causal import causal_decode
-from battus.kernels.cuda import CUDABackend
+from battus.backends.cuda import CUDABackend
+from battus.decode import causal_decode
 problem = random_problem(3, "sir", False, n=60, m=240)
 device = CUDABackend()
 prep = device.prepare(problem)

@@ -1,4 +1,5 @@
-"""CUDA backend against the CPU backend, under the CUDA simulator (no GPU needed).
+"""CUDA backend against the naive references (tests/naive.py) and the CPU backend, under the CUDA
+simulator (no GPU needed).
 
 Run with ``NUMBA_ENABLE_CUDASIM=1``; without it (and without a GPU) the module
 is skipped. Graphs are tiny and the bin thresholds low, so every kernel path
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
+import naive
 import numpy as np
 import pytest
 
@@ -47,7 +49,7 @@ def graph():
 
 @pytest.fixture(scope="module")
 def backend():
-    from battus.kernels.cuda import CUDABackend
+    from battus.backends.cuda import CUDABackend
 
     # low thresholds: the hubs of a 30-vertex graph use the warp and hub bins
     return CUDABackend(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
@@ -97,7 +99,7 @@ def test_decoded_histories_identical(graph, backend, model, method, n_snapshots)
 
 @pytest.mark.parametrize("reset", [False, True])
 def test_pressures_and_thread_kernel(graph, backend, reset):
-    from battus.kernels.cuda import CUDABackend
+    from battus.backends.cuda import CUDABackend
 
     problem = _problem(graph, "sir", 2)
     cpu = CPUBackend()
@@ -120,7 +122,7 @@ def test_loglik_batch_matches_cpu(graph, backend):
 
 
 def test_float64_fit_precision(graph):
-    from battus.kernels.cuda import CUDABackend
+    from battus.backends.cuda import CUDABackend
 
     problem = _problem(graph, "si", 2)
     options = method_options("battus", fit_settings=SMALL_FIT)
@@ -157,3 +159,39 @@ def test_numpy_row_stack_workaround():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("model", ["si", "sir"])
+@pytest.mark.parametrize("reset", [False, True])
+def test_kernels_match_naive_reference(graph, backend, model, reset):
+    """Each stage of the CUDA backend against the naive numpy reference (float32 state: tolerances)."""
+    problem = _problem(graph, model, 2)
+    beta_i, beta_r = 0.2, (0.1 if model == "sir" else 0.0)
+    prep = backend.prepare(problem)
+    rho = backend.pressures(prep, problem.prior, beta_i, beta_r, reset)
+    rho_ref = naive.naive_mean_field_pressures(problem, beta_i, beta_r, reset)
+    np.testing.assert_allclose(backend.to_host(rho), rho_ref, rtol=1e-5)
+    for backward in (True, False):
+        gamma = backend.posteriors(prep, rho, problem.prior, beta_r, backward)
+        np.testing.assert_allclose(backend.to_host(gamma), naive.naive_forward_backward(problem, rho_ref, beta_r,
+                                                                                        backward), atol=1e-5)
+        for decoder in ("threshold", "map"):
+            for projection in (True, False):
+                t_inf, t_rec = backend.hitting_times(prep, gamma, decoder, 0.65, model == "sir", projection)
+                _, want_inf, want_rec = naive.naive_reconstruct(problem, beta_i, beta_r, reset=reset,
+                                                                backward=backward, decoder=decoder,
+                                                                projection=projection)
+                np.testing.assert_array_equal(backend.to_host(t_inf), want_inf)
+                np.testing.assert_array_equal(backend.to_host(t_rec), want_rec)
+
+
+def test_loglik_and_simulator_match_naive_reference(graph, backend):
+    problem = _problem(graph, "sir", 4)
+    beta_i = np.linspace(0.01, 0.5, 5)
+    beta_r = np.linspace(0.3, 0.02, 5)
+    got = backend.loglik_batch(backend.prepare(problem), problem.prior, beta_i, beta_r)
+    np.testing.assert_allclose(got, naive.naive_segmented_loglik(problem, beta_i, beta_r), rtol=1e-5)
+    for same_step_recovery in (False, True):
+        want = naive.naive_simulate(graph, "sir", T, 3, 0.35, 0.25, seed=5, same_step_recovery=same_step_recovery)
+        got = simulate(graph, "sir", T, 3, 0.35, 0.25, seed=5, backend="cuda", same_step_recovery=same_step_recovery)
+        np.testing.assert_array_equal(got, want)

@@ -48,7 +48,7 @@ if not _gpu_available():
 
 @pytest.fixture(scope="module")
 def gpu():
-    from battus.kernels.cuda import CUDABackend
+    from battus.backends.cuda import CUDABackend
 
     backend = CUDABackend()
     backend.warm_up()
@@ -126,7 +126,7 @@ def heavy_graph():
 
 
 def test_binned_kernel_matches_thread_kernel(heavy_graph, gpu):
-    from battus.kernels.cuda import CUDABackend
+    from battus.backends.cuda import CUDABackend
 
     assert heavy_graph.in_degree().max() >= 2048
     truth = simulate(heavy_graph, "sir", 20, 50, 0.1, 0.1, seed=3, backend="cuda")

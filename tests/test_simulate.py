@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from naive import naive_simulate
 
 from battus.graph import from_arcs
 from battus.simulate import simulate
@@ -80,3 +81,13 @@ def test_default_has_no_same_step_recovery_like_the_benchmark(canonical):
     assert not np.any((ours[1:] == 2) & (ours[:-1] == 0))
     jumps = simulate(graph, "sir", 10, 50, 0.2, 0.3, seed=123456789, same_step_recovery=True)
     assert np.any((jumps[1:] == 2) & (jumps[:-1] == 0))
+
+
+@pytest.mark.parametrize("model", ["si", "sir"])
+@pytest.mark.parametrize("same_step_recovery", [False, True])
+def test_matches_naive_reference(model, same_step_recovery):
+    rng = np.random.default_rng(5)
+    graph = from_arcs(rng.integers(0, 120, 600), rng.integers(0, 120, 600), directed=True, n=120)
+    args = (graph, model, 10, 6, 0.25, 0.3)
+    want = naive_simulate(*args, seed=3, same_step_recovery=same_step_recovery)
+    np.testing.assert_array_equal(simulate(*args, seed=3, same_step_recovery=same_step_recovery), want)

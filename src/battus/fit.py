@@ -3,16 +3,22 @@
 A uniform grid over [lo, hi] (24 points per rate) is followed by shrinking
 rounds of 7 points per rate centred on the best point, each spanning one step
 of the previous grid on either side. All candidates of a round are evaluated
-together in one vertex x candidate pass (chunked to bound memory).
+together in one vertex x candidate pass (chunked to bound memory) by the
+backend (:meth:`battus.backends.base.Backend.best_candidate`); the search
+itself is this module's, the same for every backend.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .problem import Problem
+
+if TYPE_CHECKING:
+    from .backends import Backend
 
 
 @dataclass(frozen=True)
@@ -37,38 +43,31 @@ def candidate_grid(axis_i: np.ndarray, axis_r: np.ndarray | None) -> tuple[np.nd
     return bi.ravel(), br.ravel()
 
 
-def evaluate(backend, prep, prior, beta_i: np.ndarray, beta_r: np.ndarray, n: int, n_obs: int,
-             chunk: int) -> np.ndarray:
-    out = np.empty(beta_i.shape[0])
-    for start in range(0, beta_i.shape[0], chunk):
-        stop = start + chunk
-        out[start:stop] = backend.loglik_batch(prep, prior, beta_i[start:stop], beta_r[start:stop])
-    return out / (n * n_obs)
-
-
-def fit_rates(backend, prep, problem: Problem, settings: FitSettings = FitSettings(),
+def fit_rates(backend: Backend, prep, problem: Problem, settings: FitSettings = FitSettings(),
               progress=None) -> tuple[float, float, list]:
-    """Return (beta_i, beta_r, trace); trace lists each round's best point and objective."""
-    if hasattr(backend, "fit_rates"):  # a backend may run the whole search on its device
-        return backend.fit_rates(prep, problem, settings)
+    """Return (beta_i, beta_r, trace); trace lists each round's best point and objective.
+
+    The one search for every backend: the grid and its refinement are built
+    here, on the host, and each round asks the backend for its best candidate.
+    """
     say = progress or (lambda message: None)
     sir = problem.model == "sir"
     prior = problem.prior
-    n_obs = problem.observations.times.shape[0]
+    norm = float(problem.n * problem.observations.times.shape[0])
     lo, hi = settings.lower, settings.upper
     axis_i = _axis(lo, hi, settings.grid_points)
     axis_r = _axis(lo, hi, settings.grid_points) if sir else None
     trace = []
     best_i = best_r = 0.0
+    scratch: dict = {}  # the backend's buffers, reused by every round and freed on return
     for round_no in range(settings.refine_rounds + 1):
         cand_i, cand_r = candidate_grid(axis_i, axis_r)
-        values = evaluate(backend, prep, prior, cand_i, cand_r, problem.n, n_obs, settings.chunk)
-        k = int(np.argmax(values))
+        k, objective = backend.best_candidate(prep, prior, cand_i, cand_r, norm, settings.chunk, scratch)
         best_i, best_r = float(cand_i[k]), float(cand_r[k])
         trace.append({"round": round_no, "candidates": int(cand_i.shape[0]), "beta_i": best_i,
-                      "beta_r": best_r, "objective": float(values[k])})
+                      "beta_r": best_r, "objective": objective})
         say(f"fit round {round_no}/{settings.refine_rounds}: {cand_i.shape[0]} candidates, "
-            f"best beta_i={best_i:.5g} beta_r={best_r:.5g} objective={values[k]:.6g}")
+            f"best beta_i={best_i:.5g} beta_r={best_r:.5g} objective={objective:.6g}")
         step_i = axis_i[1] - axis_i[0] if axis_i.shape[0] > 1 else 0.0
         axis_i = _axis(max(lo, best_i - step_i), min(hi, best_i + step_i), settings.refine_points)
         if sir:

@@ -1,5 +1,9 @@
 """Reconstruction driver: fit (optional) -> mean-field pressures -> forward-backward -> decode.
 
+Each stage runs on the chosen backend (:mod:`battus.backends`); the fit
+search lives in :mod:`battus.fit`, decoding and the causal repair in
+:mod:`battus.decode`.
+
 Battus and Battus-Z are presets of one :class:`Options`; every ablation of
 the paper is a field, not a copy of the pipeline.
 """
@@ -10,8 +14,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from .backends import get_backend
-from .decode import states_from_hitting_times
+from .backends import Backend, get_backend
+from .decode import decode, states_from_hitting_times
 from .errors import InputError
 from .fit import FitSettings, fit_rates
 from .problem import Problem, Reconstruction
@@ -73,7 +77,7 @@ def method_options(method: str, **overrides) -> Options:
     return replace(base, **overrides).validate()
 
 
-def reconstruct(problem: Problem, options: Options, backend="cpu", keep_posteriors: bool = False,
+def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cpu", keep_posteriors: bool = False,
                 progress=None) -> Reconstruction:
     """Reconstruct the full history of ``problem`` from its observations alone."""
     options.validate()
@@ -81,8 +85,7 @@ def reconstruct(problem: Problem, options: Options, backend="cpu", keep_posterio
         backend = get_backend(backend)
     say = progress or (lambda msg: None)
     sir = problem.model == "sir"
-    if hasattr(backend, "warm_up"):
-        backend.warm_up()
+    backend.warm_up()
     prep = backend.prepare(problem)
     backend.synchronize()
     # the algorithm interval (fit + inference + decode, after upload and warm-up):
@@ -100,12 +103,8 @@ def reconstruct(problem: Problem, options: Options, backend="cpu", keep_posterio
     prior = problem.prior
     rho = backend.pressures(prep, prior, beta_i, beta_r, options.reset)
     gamma = backend.posteriors(prep, rho, prior, beta_r, options.backward)
-    t_inf, t_rec = backend.hitting_times(prep, gamma, options.decoder, options.tau, sir, options.projection)
-    extras: dict = {}
-    if options.causal:
-        from .causal import causal_decode
-
-        t_inf, t_rec, extras = causal_decode(backend, prep, problem, gamma, t_inf, t_rec)
+    t_inf, t_rec, extras = decode(backend, prep, problem, gamma, options.decoder, options.tau, options.projection,
+                                  options.causal)
     elapsed = backend.stop_interval(started)
     t_inf = backend.to_host(t_inf)
     t_rec = backend.to_host(t_rec)

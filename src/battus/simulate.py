@@ -15,42 +15,19 @@ The default is therefore ``False``; pass ``True`` for the Eq. 2 process. Exactly
 initial infections are drawn uniformly without replacement. Draws are
 counter-based (:mod:`battus.kernels.rng`): the arc draw of step t is keyed by
 the arc's CSR position, the recovery draw by the vertex, so the result is
-bit-identical for a seed on any thread count and on the GPU.
+bit-identical for a seed on any thread count and on the GPU. The step is one
+rule (:func:`battus.kernels.rules.sir_step_rule`) that each backend compiles.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
-from numba import prange
 
+from .backends import get_backend
 from .errors import InputError
 from .graph import Graph
-from .kernels.rng import STREAM_RECOVERY, STREAM_TRANSMISSION, uniform
 
 DEFAULT_SEED = 123456789
-
-
-@numba.njit(parallel=True, cache=True)
-def _sir_step(indptr, indices, current, nxt, beta_i, beta_r, seed, step, same_step_recovery):
-    n = indptr.shape[0] - 1
-    for u in prange(n):
-        s = current[u]
-        infected = s == 1
-        if s == 0:
-            for e in range(indptr[u], indptr[u + 1]):
-                if current[indices[e]] == 1 and uniform(seed, STREAM_TRANSMISSION, step, e) < beta_i:
-                    infected = True
-                    break
-        if s == 2:
-            nxt[u] = 2
-        elif infected:
-            if (s == 1 or same_step_recovery) and uniform(seed, STREAM_RECOVERY, step, u) < beta_r:
-                nxt[u] = 2
-            else:
-                nxt[u] = 1
-        else:
-            nxt[u] = 0
 
 
 def initial_infections(n: int, n0: int, seed: int) -> np.ndarray:
@@ -81,19 +58,6 @@ def simulate(graph: Graph, model: str, T: int, n0: int, beta_i: float, beta_r: f
     check_simulation_args(graph, model, T, n0, beta_i, beta_r)
     if model == "si":
         beta_r = 0.0
-    if backend not in ("cpu", "cuda", "auto"):
-        raise InputError("simulate", "backend", f"unknown backend {backend!r} (auto, cpu or cuda)")
-    if backend != "cpu":
-        from .backends import get_backend
-
-        if get_backend(backend).name == "cuda":
-            from .kernels.cuda import simulate as simulate_cuda
-
-            return simulate_cuda(graph.indptr, graph.indices, initial_infections(graph.n, n0, seed),
-                                 T, float(beta_i), float(beta_r), seed, same_step_recovery)
     states = np.zeros((T + 1, graph.n), dtype=np.uint8)
     states[0, initial_infections(graph.n, n0, seed)] = 1
-    for t in range(T):
-        _sir_step(graph.indptr, graph.indices, states[t], states[t + 1], float(beta_i), float(beta_r),
-                  np.uint64(seed), np.uint64(t), bool(same_step_recovery))
-    return states
+    return get_backend(backend).simulate(graph, states, float(beta_i), float(beta_r), seed, bool(same_step_recovery))

@@ -36,26 +36,14 @@ of the hitting times (the input is kept to count moved vertices).
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-from .cuda_compat import ensure_numpy_compat
-
-ensure_numpy_compat()  # before numba.cuda compiles anything
-
-import numba  # noqa: E402
-from numba import cuda  # noqa: E402
-
-from . import causal_cpu as KC  # noqa: E402
-
-
-def _simulated() -> bool:
-    from numba.cuda import config
-
-    return bool(getattr(config, "ENABLE_CUDASIM", False))
-
+from . import causal_cpu as KC
+from .cuda_common import cuda, simulated
 
 # The simulator runs one Python thread per CUDA thread and a cooperative grid of one block.
-THREADS = 32 if _simulated() else 256
+THREADS = 32 if simulated() else 256
 # In-arcs a vertex walks alone before the grid finishes its search arc by arc.
 LIGHT_ARCS = 32
 
@@ -541,7 +529,7 @@ def _grid(count: int) -> int:
 
 def _launch(args: tuple) -> None:
     """One cooperative launch of :func:`_repair`: as many blocks as can be resident at once."""
-    if _simulated():
+    if simulated():
         _repair[1, THREADS](*args)
         return
     kernel = _repair.specialize(*args)
@@ -568,7 +556,7 @@ def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, census_on
     n = t_inf.shape[0]
     if T > MAX_T:
         raise ValueError(f"causal decoding on the GPU needs T <= {MAX_T}, got T = {T}")
-    blocks_cap = 2 if _simulated() else 1 << 17  # two entries per block (_grid_scan)
+    blocks_cap = 2 if simulated() else 1 << 17  # two entries per block (_grid_scan)
     i8, u8, i32, i64, f64 = np.int8, np.uint8, np.int32, np.int64, np.float64
     arcs = 1 if census_only else max(1, indices.shape[0])  # a frame's candidates can reach every arc
     # per-vertex state is initialised by the kernel itself (no host-to-device copies of n-sized arrays)
@@ -627,7 +615,7 @@ def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T
 
 
 def causal_repair_device(prep, gamma, t_inf, t_rec, T: int) -> tuple:
-    """CUDA path of :func:`battus.causal.causal_decode`: (t_inf, t_rec, counts), hitting times on the device."""
+    """CUDA path of :func:`battus.decode.causal_decode`: (t_inf, t_rec, counts), hitting times on the device."""
     n = prep.n
     floor, ceiling = observation_window_device(prep.obs_times, prep.obs_states, n, T)
     orig_inf, orig_rec = t_inf, t_rec

@@ -23,7 +23,7 @@ Routes considered:
   then remove the name again. NumPy's namespace is unchanged afterwards, no
   NumPy function gets a duplicate overload, and nothing happens on NumPy
   < 2.5 or under the CUDA simulator (which never compiles). It runs from
-  :mod:`battus.kernels.cuda` before any kernel is defined, so users do
+  :mod:`battus.kernels.cuda_common` before any kernel is defined, so users do
   nothing.
 """
 

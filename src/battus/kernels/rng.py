@@ -30,7 +30,7 @@ def uniform_py(seed, stream, step, index):
     """Uniform double in [0, 1) from a 64-bit key (53 random bits).
 
     A plain function: ``uniform`` below compiles it for the CPU, and
-    :mod:`battus.kernels.cuda` compiles the same function as a device function.
+    :mod:`battus.kernels.simulate_cuda` compiles the same function as a device function.
     """
     x = (
         np.uint64(seed) * _GOLDEN

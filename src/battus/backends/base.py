@@ -1,0 +1,105 @@
+"""What a backend is: the :class:`Backend` protocol that ``cpu`` and ``cuda`` both implement in full.
+
+A backend receives the graph and observations once (:meth:`Backend.prepare`,
+the upload, outside the timed interval) and then offers the primitives the
+stage drivers chain: :mod:`battus.fit` asks for the best of a batch of rate
+candidates, :mod:`battus.infer` for mean-field pressures and forward-backward
+posteriors, :mod:`battus.decode` for hitting times and the causal repair,
+:mod:`battus.simulate` for a simulated history. Intermediate arrays stay in
+the backend's own memory (device arrays on CUDA); only hitting times, and
+posteriors when asked, come back to the host through :meth:`Backend.to_host`.
+The drivers never ask which backend they hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..graph import Graph
+from ..problem import Problem
+
+
+@dataclass
+class Prepared:
+    """Arrays of one problem as held by a backend (host arrays on the CPU, device arrays on CUDA)."""
+
+    n: int
+    T: int
+    indptr: Any
+    indices: Any
+    obs_times: Any
+    obs_states: Any
+    obs_index: Any
+    seg_left: Any
+    seg_right: Any
+    host_obs_times: np.ndarray
+    host_obs_index: np.ndarray
+
+
+class Backend(Protocol):
+    """The primitives every backend implements; array layouts are in :mod:`battus.kernels`."""
+
+    name: str
+    device: str
+    # causal repair packs hitting times into narrow fields: the most frames it supports
+    max_causal_frames: int
+
+    def warm_up(self) -> None:
+        """Compile (or load from Numba's cache) every kernel, outside the timed interval."""
+
+    def prepare(self, problem: Problem) -> Prepared:
+        """Hold graph and observations in the backend's memory."""
+
+    def synchronize(self) -> None:
+        """Wait until all queued work is done."""
+
+    def start_interval(self) -> Any:
+        """Open the timed algorithm interval."""
+
+    def stop_interval(self, start: Any) -> float:
+        """Seconds since :meth:`start_interval`, once the queued work is done."""
+
+    def loglik_batch(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray) -> np.ndarray:
+        """Unnormalised Eq. 4 of each candidate (beta_i[c], beta_r[c]), on the host."""
+
+    def best_candidate(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, norm: float,
+                       chunk: int, scratch: dict) -> tuple[int, float]:
+        """(index, objective) of the candidate that maximises Eq. 4 / ``norm``, the first on ties.
+
+        ``chunk`` bounds the candidates evaluated in one pass; ``scratch`` is the
+        caller's: buffers kept there are reused by later rounds of one search.
+        """
+
+    def pressures(self, prep: Prepared, prior, beta_i: float, beta_r: float, reset: bool) -> Any:
+        """Mean-field pressures of every frame (Eq. 3)."""
+
+    def posteriors(self, prep: Prepared, rho, prior, beta_r: float, backward: bool) -> Any:
+        """Forward-backward posteriors (3, T+1, n) over frozen pressures."""
+
+    def hitting_times(self, prep: Prepared, gamma, decoder: str, tau: float, with_recovery: bool,
+                      projection: bool) -> tuple[Any, Any]:
+        """Threshold or MAP decoding to hitting times (T+1 = never), projected onto the observations."""
+
+    def causal_repair(self, prep: Prepared, gamma, t_inf, t_rec, T: int) -> tuple[Any, Any, dict]:
+        """Graph-causal repair of decoded hitting times: (t_inf, t_rec, counts); inputs unchanged."""
+
+    def simulate(self, graph: Graph, states: np.ndarray, beta_i: float, beta_r: float, seed: int,
+                 same_step_recovery: bool) -> np.ndarray:
+        """The (T+1, n) uint8 history grown from row 0 of ``states`` (:mod:`battus.simulate`)."""
+
+    def to_host(self, array) -> np.ndarray:
+        """A backend array as a host numpy array."""
+
+
+def tiny_problem(cyclic: bool = False) -> Problem:
+    """A 3-vertex SIR problem that takes every kernel through every branch, for warm-up."""
+    from ..graph import from_arcs
+    from ..problem import Observations
+
+    src, dst = (np.array([0, 1, 2]), np.array([1, 2, 0])) if cyclic else (np.array([0, 1]), np.array([1, 2]))
+    graph = from_arcs(src, dst, directed=True, n=3)
+    obs = Observations(times=np.array([1, 2]), states=np.array([[1, 1, 0], [2, 1, 1]], dtype=np.uint8))
+    return Problem(graph=graph, model="sir", T=2, n0=1, observations=obs)

@@ -1,0 +1,122 @@
+"""The Numba CPU backend (float64 state); kernels in :mod:`battus.kernels` ``*_cpu``."""
+
+from __future__ import annotations
+
+import platform
+import time
+
+import numpy as np
+
+from ..graph import Graph
+from ..kernels import causal_cpu, fit_cpu, infer_cpu, simulate_cpu
+from ..problem import Problem, segments
+from .base import Prepared, tiny_problem
+
+
+class CPUBackend:
+    """Numba CPU backend, float64 state, host arrays throughout."""
+
+    name = "cpu"
+    max_causal_frames = causal_cpu.MAX_T
+
+    def __init__(self) -> None:
+        import numba
+
+        self.device = f"{platform.processor() or platform.machine()} x{numba.get_num_threads()} threads"
+        self._warm = False
+
+    def prepare(self, problem: Problem) -> Prepared:
+        obs = problem.observations
+        left, right = segments(obs.times, problem.T)
+        obs_index = obs.index(problem.T)
+        return Prepared(
+            n=problem.n,
+            T=problem.T,
+            indptr=np.ascontiguousarray(problem.graph.indptr, dtype=np.int64),
+            indices=np.ascontiguousarray(problem.graph.indices, dtype=np.int32),
+            obs_times=np.ascontiguousarray(obs.times, dtype=np.int64),
+            obs_states=np.ascontiguousarray(obs.states, dtype=np.uint8),
+            obs_index=obs_index,
+            seg_left=left,
+            seg_right=right,
+            host_obs_times=np.asarray(obs.times, dtype=np.int64),
+            host_obs_index=obs_index,
+        )
+
+    def synchronize(self) -> None:
+        return None
+
+    def start_interval(self) -> float:
+        return time.perf_counter()
+
+    def stop_interval(self, start: float) -> float:
+        return time.perf_counter() - start
+
+    def warm_up(self) -> None:
+        """Load every kernel (compiled or from Numba's cache) outside the timed interval."""
+        if self._warm:
+            return
+        tiny = tiny_problem()
+        prep = self.prepare(tiny)
+        self.loglik_batch(prep, tiny.prior, np.array([0.1, 0.2]), np.array([0.1, 0.1]))
+        for reset in (False, True):
+            rho = self.pressures(prep, tiny.prior, 0.1, 0.1, reset)
+        gamma = self.posteriors(prep, rho, tiny.prior, 0.1, True)
+        for decoder in ("threshold", "map"):
+            self.hitting_times(prep, gamma, decoder, 0.65, True, True)
+        self._warm = True
+
+    def loglik_batch(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray) -> np.ndarray:
+        return fit_cpu.segmented_loglik(
+            prep.indptr, prep.indices, np.asarray(prior, dtype=np.float64),
+            np.ascontiguousarray(beta_i, dtype=np.float64), np.ascontiguousarray(beta_r, dtype=np.float64),
+            prep.T, prep.obs_index, prep.obs_states,
+        )
+
+    def best_candidate(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, norm: float,
+                       chunk: int, scratch: dict) -> tuple[int, float]:
+        values = np.empty(beta_i.shape[0])
+        for start in range(0, beta_i.shape[0], chunk):
+            stop = start + chunk
+            values[start:stop] = self.loglik_batch(prep, prior, beta_i[start:stop], beta_r[start:stop])
+        values /= norm
+        best = int(np.argmax(values))
+        return best, float(values[best])
+
+    def pressures(self, prep: Prepared, prior, beta_i: float, beta_r: float, reset: bool) -> np.ndarray:
+        rho = np.empty((prep.T + 1, prep.n))
+        infer_cpu.mean_field_pressures(
+            prep.indptr, prep.indices, np.asarray(prior, dtype=np.float64), float(beta_i),
+            float(beta_r), prep.T, prep.obs_index, prep.obs_states, bool(reset), rho,
+        )
+        return rho
+
+    def posteriors(self, prep: Prepared, rho, prior, beta_r: float, backward: bool) -> np.ndarray:
+        gamma = np.empty((3, prep.T + 1, prep.n))
+        infer_cpu.forward_backward(
+            rho, float(beta_r), np.asarray(prior, dtype=np.float64), prep.seg_left, prep.seg_right,
+            prep.obs_index, prep.obs_states, bool(backward), gamma,
+        )
+        return gamma
+
+    def hitting_times(self, prep: Prepared, gamma, decoder: str, tau: float, with_recovery: bool,
+                      projection: bool) -> tuple[np.ndarray, np.ndarray]:
+        t_inf = np.empty(prep.n, dtype=np.int64)
+        t_rec = np.empty(prep.n, dtype=np.int64)
+        if decoder == "threshold":
+            infer_cpu.threshold_hitting_times(gamma, float(tau), bool(with_recovery), t_inf, t_rec)
+        else:
+            infer_cpu.map_hitting_times(gamma, bool(with_recovery), t_inf, t_rec)
+        if projection:
+            infer_cpu.project_hitting_times(prep.obs_times, prep.obs_states, t_inf, t_rec)
+        return t_inf, t_rec
+
+    def causal_repair(self, prep: Prepared, gamma, t_inf, t_rec, T: int) -> tuple:
+        return causal_cpu.causal_repair_host(prep, gamma, t_inf, t_rec, T)
+
+    def simulate(self, graph: Graph, states: np.ndarray, beta_i: float, beta_r: float, seed: int,
+                 same_step_recovery: bool) -> np.ndarray:
+        return simulate_cpu.simulate(graph.indptr, graph.indices, states, beta_i, beta_r, seed, same_step_recovery)
+
+    def to_host(self, array) -> np.ndarray:
+        return np.asarray(array)

@@ -1,0 +1,485 @@
+"""The Numba-CUDA backend: every stage on the device, data resident between stages.
+
+Same primitives and semantics as :class:`battus.backends.cpu.CPUBackend`; only
+the decoded hitting times (and posteriors, when asked) come back to the host.
+Kernels: :mod:`battus.kernels.infer_cuda` (pressures, forward-backward,
+decoding), :mod:`battus.kernels.fit_cuda`, :mod:`battus.kernels.causal_cuda`,
+:mod:`battus.kernels.simulate_cuda`; this module holds the host side: memory
+accounting, the upload and the degree bins, and the launches.
+
+Device memory (bytes, n vertices, m arcs, T+1 frames, K observed frames):
+``8(n+1) + 4m`` CSR, ``4m + 4n`` the same CSR in gather order, ``K n``
+observations, ``~12 n + 24 (m / hub_chunk)`` bins, ``28 (n + m / item_arcs)``
+fitting work items, ``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors,
+``16 n`` hitting times, ``8 n`` state: O(m + T n). Fitting adds
+``G * 32 * n * 16`` (float32 state of G groups per pass, G = ceil(chunk / 32))
+and ``32 * n * 32`` (the float64 re-score group), plus ``G * 32 * 8`` per
+split work item. Measured peaks (H100, docs/benchmarks.md): 3.85 GiB for
+Battus-Z and 7.81 GiB for fitted Battus SIR on an Orkut-sized graph
+(n = 3.07 M, m = 234 M, T = 40).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..graph import Graph
+from ..kernels import causal_cuda, simulate_cuda
+from ..kernels import fit_cuda as KF
+from ..kernels import infer_cuda as K
+from ..kernels.cuda_common import BLOCK, WARP, blocks, cuda, simulated
+from ..problem import Problem, segments
+from .base import Prepared, tiny_problem
+
+
+@dataclass
+class CUDAPrepared(Prepared):
+    """A problem as held on the device, plus the degree bins of its graph."""
+
+    bins: dict
+    items: dict
+    gather_id: Any = None
+    gather_indices: Any = None
+
+
+class DevicePressures:
+    """Log-pressures ``L[t, u] = log rho[t, u]`` (float32, device); ``to_host`` gives rho."""
+
+    def __init__(self, log_rho) -> None:
+        self.log_rho = log_rho
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.log_rho.shape)
+
+
+class CUDABackend:
+    """Numba-CUDA backend: float32 device state, float64 accumulators.
+
+    ``kernel`` is ``"binned"`` (default) or ``"thread"`` (thread per vertex,
+    the reference); ``fit_precision`` is ``"mixed"`` (float32 rounds plus a
+    float64 re-score of the best candidates) or ``"float64"``.
+    """
+
+    name = "cuda"
+    max_causal_frames = causal_cuda.MAX_T
+
+    def __init__(self, kernel: str = "binned", fit_precision: str = "mixed",
+                 warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
+                 item_arcs: int = 1024, threads: int | None = None, reorder: bool = True) -> None:
+        if kernel not in ("binned", "thread"):
+            raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
+        if fit_precision not in ("mixed", "float64"):
+            raise ValueError(f"fit_precision must be 'mixed' or 'float64', got {fit_precision!r}")
+        self.kernel = kernel
+        self.fit_precision = fit_precision
+        self.reorder = bool(reorder)
+        self.warp_min_degree = int(warp_min_degree)
+        self.hub_min_degree = int(hub_min_degree)
+        self.hub_chunk = int(hub_chunk)
+        self.item_arcs = int(item_arcs)
+        self.simulated = simulated()
+        # The simulator runs every thread as a Python thread: small blocks keep tests fast.
+        self.threads = int(threads) if threads else (WARP if self.simulated else BLOCK)
+        if self.threads % WARP or self.threads > BLOCK or self.threads & (self.threads - 1):
+            raise ValueError(f"threads must be a power of two multiple of {WARP} up to {BLOCK}")
+        if self.simulated:
+            self.device = "CUDA simulator"
+        else:
+            dev = cuda.get_current_device()
+            name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+            self.device = f"{name} (cc {dev.compute_capability[0]}.{dev.compute_capability[1]})"
+        self.live_bytes = 0
+        self.peak_bytes = 0
+        self._warm = False
+
+    # -- memory accounting: every device array of the algorithm comes from here
+
+    def _alloc(self, shape, dtype):
+        arr = cuda.device_array(shape, dtype=dtype)
+        self._track(arr)
+        return arr
+
+    def _upload(self, host):
+        arr = cuda.to_device(np.ascontiguousarray(host))
+        self._track(arr)
+        return arr
+
+    def _track(self, arr) -> None:
+        nbytes = int(np.prod(arr.shape)) * np.dtype(arr.dtype).itemsize
+        self.live_bytes += nbytes
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        weakref.finalize(arr, self._release, nbytes)
+
+    def _release(self, nbytes: int) -> None:
+        self.live_bytes -= nbytes
+
+    def reset_peak(self) -> None:
+        self.peak_bytes = self.live_bytes
+
+    # -- interface
+
+    def synchronize(self) -> None:
+        cuda.synchronize()
+
+    def start_interval(self):
+        """Record a CUDA event opening the algorithm interval (device timeline)."""
+        if self.simulated:  # the CUDA simulator has no timing events
+            return time.perf_counter()
+        start = cuda.event(timing=True)
+        start.record()
+        return start
+
+    def stop_interval(self, start) -> float:
+        """Seconds between ``start`` and a closing event, after the device finished."""
+        if self.simulated:
+            return time.perf_counter() - start
+        stop = cuda.event(timing=True)
+        stop.record()
+        stop.synchronize()
+        return cuda.event_elapsed_time(start, stop) / 1e3
+
+    def warm_up(self) -> None:
+        """Compile every kernel on a tiny problem, outside the timed interval."""
+        if self._warm or self.simulated:  # the simulator compiles nothing
+            return
+        from ..fit import FitSettings, fit_rates
+
+        tiny = tiny_problem(cyclic=True)
+        prep = self.prepare(tiny)
+        # 3 x 3 candidates, more than POLISH: both the float32 rounds and the float64 re-score compile
+        fit_rates(self, prep, tiny, FitSettings(grid_points=3, refine_points=2, refine_rounds=1))
+        for reset in (False, True):
+            rho = self.pressures(prep, tiny.prior, 0.1, 0.1, reset)
+        gamma = self.posteriors(prep, rho, tiny.prior, 0.1, True)
+        for decoder in ("threshold", "map"):
+            self.hitting_times(prep, gamma, decoder, 0.65, True, True)
+        self.synchronize()
+        self._warm = True
+
+    def prepare(self, problem: Problem) -> CUDAPrepared:
+        """Upload graph and observations and build the degree bins (outside the timed interval)."""
+        obs = problem.observations
+        left, right = segments(obs.times, problem.T)
+        obs_index = obs.index(problem.T)
+        indptr = np.ascontiguousarray(problem.graph.indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(problem.graph.indices, dtype=np.int32)
+        prep = CUDAPrepared(
+            n=problem.n,
+            T=problem.T,
+            indptr=self._upload(indptr),
+            indices=self._upload(indices),
+            obs_times=self._upload(np.asarray(obs.times, dtype=np.int64)),
+            obs_states=self._upload(np.asarray(obs.states, dtype=np.uint8)),
+            obs_index=self._upload(obs_index),
+            seg_left=self._upload(left),
+            seg_right=self._upload(right),
+            host_obs_times=np.asarray(obs.times, dtype=np.int64),
+            host_obs_index=obs_index,
+            bins={},
+            items={},
+        )
+        gather_id = self._gather_order(indices, problem.n)
+        prep.gather_id = self._upload(gather_id)
+        prep.gather_indices = self._upload(gather_id[indices])
+        prep.bins = self._build_bins(indptr)
+        prep.items = self._build_items(indptr, gather_id)
+        return prep
+
+    def _gather_order(self, indices: np.ndarray, n: int) -> np.ndarray:
+        """Position of each vertex in the arrays the pressure kernels gather from.
+
+        Vertices are ranked by how often they are gathered (out-degree), so the
+        marginals of hubs share cache lines and stay in L1/L2: with power-law
+        degrees the top 10% of sources take about 40% of all gathers. Only the
+        gathered marginals and the fitting state use this order; rows, pressures,
+        posteriors and outputs keep the caller's vertex ids.
+        """
+        if not self.reorder:
+            return np.arange(n, dtype=np.int32)
+        times_gathered = np.bincount(indices, minlength=n)
+        rank = np.argsort(-times_gathered, kind="stable")
+        gather_id = np.empty(n, dtype=np.int32)
+        gather_id[rank] = np.arange(n, dtype=np.int32)
+        return gather_id
+
+    def _build_bins(self, indptr: np.ndarray) -> dict:
+        deg = np.diff(indptr)
+        # The thread bin stays in vertex order: neighbouring threads then read
+        # neighbouring CSR rows, which share sectors (sorting it by degree made
+        # the LiveJournal-sized pull step 1.6x slower on an H100). Warp-bin
+        # vertices read their own rows coalesced, so there degree order only
+        # groups warps of similar work into a block.
+        thread_verts = np.nonzero(deg < self.warp_min_degree)[0].astype(np.int32)
+        warp_verts = np.nonzero((deg >= self.warp_min_degree) & (deg < self.hub_min_degree))[0]
+        warp_verts = warp_verts[np.argsort(-deg[warp_verts], kind="stable")]
+        hub_verts = np.nonzero(deg >= self.hub_min_degree)[0]
+        per_hub = (deg[hub_verts] + self.hub_chunk - 1) // self.hub_chunk
+        hub_ptr = np.zeros(hub_verts.shape[0] + 1, dtype=np.int64)
+        np.cumsum(per_hub, out=hub_ptr[1:])
+        owner = np.repeat(np.arange(hub_verts.shape[0]), per_hub)
+        offset = np.arange(int(hub_ptr[-1]), dtype=np.int64) - hub_ptr[owner]
+        hub_start = indptr[hub_verts][owner] + offset * self.hub_chunk
+        hub_end = np.minimum(hub_start + self.hub_chunk, indptr[hub_verts + 1][owner])
+        warps_per_block = self.threads // WARP
+        return {
+            "thread_verts": self._upload(thread_verts),
+            "warp_verts": self._upload(warp_verts.astype(np.int32)),
+            "hub_verts": self._upload(hub_verts.astype(np.int32)),
+            "hub_ptr": self._upload(hub_ptr),
+            "hub_start": self._upload(hub_start.astype(np.int64)),
+            "hub_end": self._upload(hub_end.astype(np.int64)),
+            "partial": self._alloc(max(1, int(hub_ptr[-1])), np.float64),
+            "n_thread_blocks": (thread_verts.shape[0] + self.threads - 1) // self.threads,
+            "n_warp_blocks": (warp_verts.shape[0] + warps_per_block - 1) // warps_per_block,
+            "n_hub_chunks": int(hub_ptr[-1]),
+            "n_hubs": int(hub_verts.shape[0]),
+            "max_degree": int(deg.max()) if deg.size else 0,
+        }
+
+    def _build_items(self, indptr: np.ndarray, gather_id: np.ndarray) -> dict:
+        n = indptr.shape[0] - 1
+        deg = np.diff(indptr)
+        per_vertex = np.maximum(1, (deg + self.item_arcs - 1) // self.item_arcs)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(per_vertex, out=ptr[1:])
+        total = int(ptr[-1])
+        vertex = np.repeat(np.arange(n, dtype=np.int64), per_vertex)
+        offset = np.arange(total, dtype=np.int64) - ptr[vertex]
+        start = indptr[vertex] + offset * self.item_arcs
+        end = np.minimum(start + self.item_arcs, indptr[vertex + 1])
+        split = per_vertex[vertex] > 1
+        slot = np.full(total, -1, dtype=np.int64)
+        slot[split] = np.arange(int(split.sum()), dtype=np.int64)
+        split_vertex = np.nonzero(per_vertex > 1)[0]
+        split_ptr = np.zeros(split_vertex.shape[0] + 1, dtype=np.int64)
+        np.cumsum(per_vertex[split_vertex], out=split_ptr[1:])
+        # largest items first: blocks of similar work, short tail (slots stay with their items)
+        order = np.argsort(-(end - start), kind="stable")
+        vertex, start, end, slot = vertex[order], start[order], end[order], slot[order]
+        return {
+            "vertex": self._upload(gather_id[vertex]),  # state rows are in gather order
+            "start": self._upload(start),
+            "end": self._upload(end),
+            "slot": self._upload(slot),
+            "split_vertex": self._upload(gather_id[split_vertex]),
+            "split_ptr": self._upload(split_ptr),
+            "n_items": total,
+            "n_split": int(split_vertex.shape[0]),
+            "n_slots": int(split.sum()),
+        }
+
+    # -- mean-field pressures
+
+    def _pressure_step(self, prep: CUDAPrepared, f_i, beta32, log_rho_t) -> None:
+        n = prep.n
+        tpb = self.threads
+        if self.kernel == "thread":
+            K.pressure_thread[blocks(n, tpb), tpb](prep.indptr, prep.gather_indices, f_i, beta32,
+                                                   log_rho_t)
+            return
+        b = prep.bins
+        grid = b["n_thread_blocks"] + b["n_warp_blocks"] + b["n_hub_chunks"]
+        if grid:
+            K.pressure_binned[grid, tpb](
+                prep.indptr, prep.gather_indices, f_i, beta32, log_rho_t, b["thread_verts"],
+                b["warp_verts"], b["hub_start"], b["hub_end"], b["partial"],
+                b["n_thread_blocks"], b["n_warp_blocks"],
+            )
+        if b["n_hubs"]:
+            K.finish_hubs[blocks(b["n_hubs"], tpb), tpb](b["hub_verts"], b["hub_ptr"], b["partial"],
+                                                         log_rho_t)
+
+    def pressures(self, prep: CUDAPrepared, prior, beta_i: float, beta_r: float,
+                  reset: bool) -> DevicePressures:
+        """Mean-field recursion (Eq. 3) keeping every frame's log-pressure on the device.
+
+        The update stays a separate launch: fusing it into the pull kernels
+        (commit 0bb21a6) made the Orkut-sized Battus-Z run 118.8 ms instead of
+        100.7 ms on an H100 (the inlined float64 update raised the pull
+        kernel's register use even on steps without it).
+        """
+        n, T = prep.n, prep.T
+        tpb = self.threads
+        grid = blocks(n, tpb)
+        prior = np.asarray(prior, dtype=np.float64)
+        log_rho = self._alloc((T + 1, n), np.float32)
+        f_s = self._alloc(n, np.float32)
+        f_i = self._alloc(n, np.float32)
+        obs_index = prep.host_obs_index
+        K.fill_state[grid, tpb](np.float32(prior[0]), np.float32(prior[1]), f_s, f_i)
+        beta32 = np.float32(beta_i)
+        for t in range(T + 1):
+            if t == 0:  # the pressure of frame 0 always comes from the uniform prior
+                K.uniform_pressure[grid, tpb](prep.indptr, beta32, np.float32(prior[1]), log_rho[0])
+            else:
+                self._pressure_step(prep, f_i, beta32, log_rho[t])
+            if t < T:
+                do_reset = bool(reset and obs_index[t] >= 0)
+                row = prep.obs_states[obs_index[t]] if do_reset else prep.obs_states[0]
+                K.mean_field_update[grid, tpb](log_rho[t], float(beta_r), f_s, f_i, prep.gather_id, row,
+                                              do_reset)
+        return DevicePressures(log_rho)
+
+    def posteriors(self, prep: CUDAPrepared, rho: DevicePressures, prior, beta_r: float,
+                   backward: bool):
+        gamma = self._alloc((3, prep.T + 1, prep.n), np.float32)
+        prior_d = cuda.to_device(np.asarray(prior, dtype=np.float64))
+        K.forward_backward[blocks(prep.n, self.threads), self.threads](
+            rho.log_rho, float(beta_r), prior_d, prep.seg_left, prep.seg_right, prep.obs_index,
+            prep.obs_states, bool(backward), gamma,
+        )
+        return gamma
+
+    def hitting_times(self, prep: CUDAPrepared, gamma, decoder: str, tau: float,
+                      with_recovery: bool, projection: bool):
+        t_inf = self._alloc(prep.n, np.int64)
+        t_rec = self._alloc(prep.n, np.int64)
+        grid, tpb = blocks(prep.n, self.threads), self.threads
+        if decoder == "threshold":
+            K.threshold_hitting_times[grid, tpb](gamma, float(tau), bool(with_recovery), t_inf, t_rec)
+        else:
+            K.map_hitting_times[grid, tpb](gamma, bool(with_recovery), t_inf, t_rec)
+        if projection:
+            K.project_hitting_times[grid, tpb](prep.obs_times, prep.obs_states, t_inf, t_rec)
+        return t_inf, t_rec
+
+    def to_host(self, array) -> np.ndarray:
+        if isinstance(array, DevicePressures):
+            return np.exp(array.log_rho.copy_to_host().astype(np.float64))
+        if isinstance(array, np.ndarray):
+            return array
+        return array.copy_to_host()
+
+    # -- batched likelihood (fitting)
+
+    def _loglik_pass(self, prep: CUDAPrepared, prior_d, beta_gather, beta_r, c0: int, count: int, ll,
+                     state: dict) -> None:
+        """Add Eq. 4's unnormalised sum for candidates c0..c0+count-1 into ``ll``."""
+        n = prep.n
+        groups = (count + WARP - 1) // WARP
+        f_s, f_a, f_b, f_r = (state[k][:groups] for k in ("f_s", "f_a", "f_b", "f_r"))
+        it = prep.items
+        partial = state["partial"]
+        tpb = self.threads
+        KF.batch_fill[(blocks(n * WARP, tpb), groups), (tpb, 1)](prior_d, f_s, f_a, f_r)
+        obs_index = prep.host_obs_index
+        observed = np.nonzero(obs_index >= 0)[0]
+        last = int(observed[-1]) if observed.size else -1
+        item_grid = (blocks(it["n_items"], tpb // WARP), groups)
+        split_grid = (blocks(it["n_split"] * WARP, tpb), groups)
+        block_ll = state["block_ll"]
+        for t in range(last + 1):
+            if obs_index[t] >= 0:
+                KF.batch_score_reset[(block_ll.shape[0], groups), tpb](
+                    prep.obs_states[obs_index[t]], prep.gather_id, f_s, f_a, f_r, count,
+                    block_ll[:, :groups])
+                KF.batch_accumulate[blocks(count, tpb), tpb](block_ll[:, :groups], ll, c0, count)
+            if t == last:
+                break
+            KF.batch_pressure[item_grid, tpb](
+                prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], f_a, f_b, f_s,
+                f_r,
+                beta_gather, beta_r, c0, count, partial[:, :groups],
+            )
+            if it["n_split"]:
+                KF.batch_finish_split[split_grid, (tpb, 1)](
+                    it["split_vertex"], it["split_ptr"], partial[:, :groups], f_a, f_b, f_s, f_r,
+                    beta_r, c0, count,
+                )
+            f_a, f_b = f_b, f_a
+
+    def _fit_state(self, prep: CUDAPrepared, groups: int, dtype) -> dict:
+        n = prep.n
+        return {
+            "f_s": self._alloc((groups, n, WARP), dtype),
+            "f_a": self._alloc((groups, n, WARP), dtype),
+            "f_b": self._alloc((groups, n, WARP), dtype),
+            "f_r": self._alloc((groups, n, WARP), dtype),
+            "partial": self._alloc((max(1, prep.items["n_slots"]), groups, WARP), np.float64),
+            "block_ll": self._alloc((KF.SCORE_BLOCKS if not self.simulated else 2, groups, WARP),
+                                    np.float64),
+        }
+
+    def _loglik_device(self, prep, prior, beta_i_d, beta_r_d, gather_d, n_cand: int, chunk: int, ll_d,
+                       state) -> None:
+        prior_d = cuda.to_device(np.asarray(prior, dtype=np.float64))
+        for c0 in range(0, n_cand, chunk):
+            count = min(chunk, n_cand - c0)
+            self._loglik_pass(prep, prior_d, gather_d, beta_r_d, c0, count, ll_d, state)
+
+    def loglik_batch(self, prep: CUDAPrepared, prior, beta_i: np.ndarray,
+                     beta_r: np.ndarray) -> np.ndarray:
+        """Unnormalised Eq. 4 for a batch of candidates (float32 state, float64 sums)."""
+        beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
+        beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
+        n_cand = beta_i.shape[0]
+        dtype = np.float64 if self.fit_precision == "float64" else np.float32
+        groups = (n_cand + WARP - 1) // WARP
+        state = self._fit_state(prep, groups, dtype)
+        ll = cuda.to_device(np.zeros(n_cand))
+        self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r),
+                            cuda.to_device(beta_i.astype(dtype)), n_cand, groups * WARP, ll, state)
+        return ll.copy_to_host()
+
+    def _scratch_state(self, prep: CUDAPrepared, scratch: dict, groups: int, dtype) -> dict:
+        """Fitting state of at least ``groups`` candidate groups, kept in the caller's ``scratch``."""
+        key = np.dtype(dtype).name
+        state = scratch.get(key)
+        if state is None or state["f_s"].shape[0] < groups:
+            state = scratch[key] = self._fit_state(prep, groups, dtype)
+        return state
+
+    def best_candidate(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, norm: float,
+                       chunk: int, scratch: dict) -> tuple[int, float]:
+        """Arg-max of Eq. 4 / ``norm`` over the candidates, the first on ties.
+
+        ``mixed`` precision evaluates every candidate with float32 state, then
+        re-scores the best :data:`POLISH` in float64 and takes the arg-max of
+        those (ties to the lower candidate index), so near-ties resolve as in
+        the float64 CPU backend; a round of at most POLISH candidates is
+        evaluated in float64 at once.
+        """
+        beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
+        beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
+        n_cand = beta_i.shape[0]
+        polish = self.fit_precision == "mixed" and n_cand > KF.POLISH
+        chunk = max(WARP, -(-chunk // WARP) * WARP)
+        chunk = min(chunk, -(-n_cand // WARP) * WARP)
+        ll = cuda.to_device(np.zeros(n_cand))
+        if polish:
+            state = self._scratch_state(prep, scratch, chunk // WARP, np.float32)
+            gather = cuda.to_device(beta_i.astype(np.float32))
+        else:
+            chunk = WARP if self.fit_precision == "mixed" else chunk
+            state = self._scratch_state(prep, scratch, chunk // WARP, np.float64)
+            gather = cuda.to_device(beta_i)
+        self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
+                            ll, state)
+        values = ll.copy_to_host() / norm
+        top = np.argsort(-values, kind="stable")[:min(KF.POLISH, n_cand)]
+        if polish:
+            top_i = beta_i[top]
+            rescored = cuda.to_device(np.zeros(top.shape[0]))
+            state64 = self._scratch_state(prep, scratch, 1, np.float64)
+            self._loglik_device(prep, prior, cuda.to_device(top_i), cuda.to_device(beta_r[top]),
+                                cuda.to_device(top_i), top.shape[0], WARP, rescored, state64)
+            values_top = rescored.copy_to_host() / norm
+        else:
+            values_top = values[top]
+        best = min(range(top.shape[0]), key=lambda j: (-values_top[j], top[j]))
+        return int(top[best]), float(values_top[best])
+
+    # -- causal repair and simulation
+
+    def causal_repair(self, prep: CUDAPrepared, gamma, t_inf, t_rec, T: int) -> tuple:
+        return causal_cuda.causal_repair_device(prep, gamma, t_inf, t_rec, T)
+
+    def simulate(self, graph: Graph, states: np.ndarray, beta_i: float, beta_r: float, seed: int,
+                 same_step_recovery: bool) -> np.ndarray:
+        return simulate_cuda.simulate(graph.indptr, graph.indices, states, beta_i, beta_r, seed, same_step_recovery)

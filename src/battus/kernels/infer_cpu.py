@@ -1,0 +1,115 @@
+"""Numba CPU kernels of inference and decoding (``njit(parallel=True, cache=True)``), float64 throughout.
+
+Every kernel is vertex-parallel inside a time step; time steps are
+sequential because frame t+1 depends on frame t. ``fastmath`` stays off: the
+likelihood and the threshold crossings must not depend on reassociation.
+The per-vertex arithmetic is the plain rules of :mod:`battus.kernels.rules`,
+compiled here and, for the GPU, in :mod:`battus.kernels.infer_cuda`.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import prange
+
+from . import rules
+
+
+def _inline(rule):
+    return numba.njit(cache=True, inline="always")(rule)
+
+
+
+
+@numba.njit(cache=True, inline="always")
+def _avoidance(rho, t, u):
+    q = rho[t, u]
+    return q, 1.0 - q
+
+
+_forward_backward_vertex = _inline(rules.forward_backward_rule(_avoidance))
+_threshold_vertex = _inline(rules.threshold_vertex_py)
+_map_vertex = _inline(rules.map_vertex_py)
+_project_vertex = _inline(rules.project_vertex_py)
+
+
+@numba.njit(parallel=True, cache=True)
+def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, rho_out, update, observed):
+    # Fused step: vertex u's pressure reads the neighbours' current infected
+    # marginals (f_i), and u's own next state goes to a second buffer
+    # (f_i_next), so no thread reads a value another thread already advanced.
+    # With a reset snapshot (``observed`` non-empty) the frame's pressure is
+    # still taken from the propagated marginals, and only the propagation
+    # continues from the snapshot: "reset after it is scored".
+    n = indptr.shape[0] - 1
+    reset = observed.shape[0] > 0
+    for u in prange(n):
+        acc = 1.0
+        for e in range(indptr[u], indptr[u + 1]):
+            acc *= 1.0 - beta_i * f_i[indices[e]]
+        rho_out[u] = acc
+        if reset:
+            y = observed[u]
+            f_s[u] = 1.0 if y == 0 else 0.0
+            own_i = 1.0 if y == 1 else 0.0
+            f_r[u] = 1.0 if y == 2 else 0.0
+        else:
+            own_i = f_i[u]
+        if update:
+            k = own_i + f_s[u] * (1.0 - acc)
+            f_s[u] = f_s[u] * acc
+            f_i_next[u] = k * (1.0 - beta_r)
+            f_r[u] = f_r[u] + k * beta_r
+        else:
+            f_i_next[u] = own_i
+
+
+@numba.njit(cache=True)
+def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states, reset, out_rho):
+    """Run the mean-field recursion (Eq. 3) and store every frame's pressure.
+
+    ``out_rho[t]`` is computed from the propagated marginals of frame t. With
+    ``reset`` the marginals are then replaced by the observed snapshot at each
+    observed frame before the propagation continues (the snapshot is scored
+    first, then reset, as in the fitting objective); this reproduces the
+    paper's fitted Battus rows and its Panel A column.
+    """
+    n = indptr.shape[0] - 1
+    f_s = np.full(n, prior[0])
+    f_i = np.full(n, prior[1])
+    f_i_next = np.empty(n)
+    f_r = np.full(n, prior[2])
+    no_reset = np.empty(0, dtype=np.uint8)
+    for t in range(T + 1):
+        observed = obs_states[obs_index[t]] if (reset and obs_index[t] >= 0) else no_reset
+        _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, out_rho[t], t < T,
+                             observed)
+        f_i, f_i_next = f_i_next, f_i
+
+
+@numba.njit(parallel=True, cache=True)
+def forward_backward(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, gamma):
+    """Posteriors (3, T+1, n) over frozen pressures, vertex-parallel (:func:`rules.forward_backward_rule`)."""
+    for u in prange(rho.shape[1]):
+        _forward_backward_vertex(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, gamma,
+                                 u)
+
+
+@numba.njit(parallel=True, cache=True)
+def threshold_hitting_times(gamma, tau, with_recovery, t_inf, t_rec):
+    for u in prange(gamma.shape[2]):
+        t_inf[u], t_rec[u] = _threshold_vertex(gamma, u, tau, with_recovery)
+
+
+@numba.njit(parallel=True, cache=True)
+def map_hitting_times(gamma, with_recovery, t_inf, t_rec):
+    for u in prange(gamma.shape[2]):
+        t_inf[u], t_rec[u] = _map_vertex(gamma, u, with_recovery)
+
+
+@numba.njit(parallel=True, cache=True)
+def project_hitting_times(obs_times, obs_states, t_inf, t_rec):
+    """Clip hitting times so the decoded history equals every observed snapshot."""
+    for u in prange(t_inf.shape[0]):
+        t_inf[u], t_rec[u] = _project_vertex(obs_times, obs_states, u, t_inf[u], t_rec[u])

@@ -1,0 +1,190 @@
+"""Per-vertex rules that both backends need, written once as plain Python functions.
+
+Each rule is compiled by each backend: :mod:`battus.kernels.infer_cpu` and
+:mod:`battus.kernels.simulate_cpu` wrap it in ``numba.njit(inline="always")``,
+:mod:`battus.kernels.infer_cuda` and :mod:`battus.kernels.simulate_cuda` in
+``cuda.jit(device=True)``. A kernel only owns what genuinely differs between
+the two machines: where the vertex loop runs (``prange`` or one thread per
+vertex) and how arrays are stored (float64 on the CPU, float32 posteriors and
+log-pressures on the GPU). The rules take scalars and read arrays by index,
+so the same arithmetic runs on both, in the same order; the random draw of
+the simulator is passed in compiled (:func:`sir_step_rule`).
+"""
+
+from __future__ import annotations
+
+from .rng import STREAM_RECOVERY, STREAM_TRANSMISSION
+
+# ----------------------------------------------------------------------------
+# forward-backward (Eq. 5-6) of one vertex
+
+
+def forward_backward_rule(avoidance):
+    """The segment-wise dual-anchor forward-backward of one vertex over a backend's stored pressures.
+
+    ``avoidance(pressures, t, u)`` gives ``(q, 1 - q)`` of vertex u's transition
+    into frame t: the CPU reads q from float64 pressures and takes 1 - q; the
+    GPU holds float32 log-pressures and takes ``exp(L)`` and ``-expm1(L)``,
+    exact where q is near 1. Like the draw of :func:`sir_step_rule` it is a
+    closure variable, so each backend binds its own compiled function.
+    """
+
+    def forward_backward_vertex(pressures, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward,
+                                gamma, u):
+        """Posteriors of u in ``gamma`` (3, T+1, n). The transition t -> t+1 uses the pressure of
+        frame t+1. Segment s spans frames seg_left[s]..seg_right[s]; its forward message starts
+        from the observation at seg_left[s] (or ``prior`` when that frame is unobserved) and its
+        backward message from the observation at seg_right[s] (or all ones when unobserved or
+        ``backward`` is off). Later segments overwrite the shared boundary frame. The forward
+        messages are stored in ``gamma`` itself and turned into posteriors during the backward
+        sweep, so no per-vertex scratch memory is needed; both messages are normalised each step.
+        """
+        for s in range(seg_left.shape[0]):
+            lo = seg_left[s]
+            hi = seg_right[s]
+            if obs_index[lo] >= 0:
+                y = obs_states[obs_index[lo], u]
+                a_s, a_i, a_r = (1.0 if y == 0 else 0.0), (1.0 if y == 1 else 0.0), (1.0 if y == 2 else 0.0)
+            else:
+                a_s, a_i, a_r = prior[0], prior[1], prior[2]
+            gamma[0, lo, u] = a_s
+            gamma[1, lo, u] = a_i
+            gamma[2, lo, u] = a_r
+            for t in range(lo, hi):
+                q, p_inf = avoidance(pressures, t + 1, u)
+                nxt_s = a_s * q
+                infected = a_s * p_inf + a_i
+                nxt_i = infected * (1.0 - beta_r)
+                nxt_r = infected * beta_r + a_r
+                z = nxt_s + nxt_i + nxt_r
+                a_s = nxt_s / z
+                a_i = nxt_i / z
+                a_r = nxt_r / z
+                gamma[0, t + 1, u] = a_s
+                gamma[1, t + 1, u] = a_i
+                gamma[2, t + 1, u] = a_r
+            if backward and obs_index[hi] >= 0:
+                y = obs_states[obs_index[hi], u]
+                d_s, d_i, d_r = (1.0 if y == 0 else 0.0), (1.0 if y == 1 else 0.0), (1.0 if y == 2 else 0.0)
+            else:
+                d_s, d_i, d_r = 1.0, 1.0, 1.0
+            t = hi
+            while t >= lo:
+                if t < hi and backward:
+                    q, p_inf = avoidance(pressures, t + 1, u)
+                    d_from_i = (1.0 - beta_r) * d_i + beta_r * d_r
+                    b_s = q * d_s + p_inf * d_from_i
+                    z = b_s + d_from_i + d_r
+                    d_s = b_s / z
+                    d_i = d_from_i / z
+                    d_r = d_r / z
+                g_s = gamma[0, t, u] * d_s
+                g_i = gamma[1, t, u] * d_i
+                g_r = gamma[2, t, u] * d_r
+                z = g_s + g_i + g_r
+                gamma[0, t, u] = g_s / z
+                gamma[1, t, u] = g_i / z
+                gamma[2, t, u] = g_r / z
+                t -= 1
+
+    return forward_backward_vertex
+
+
+# ----------------------------------------------------------------------------
+# decoding: posteriors (3, T+1, n) -> hitting times (T+1 = never)
+
+
+def threshold_vertex_py(gamma, u, tau, with_recovery):
+    """First frame with 1 - gamma_S >= tau (infection) and with gamma_R >= tau (recovery)."""
+    n_frames = gamma.shape[1]
+    ti = n_frames
+    tr = n_frames
+    for t in range(n_frames):
+        if 1.0 - gamma[0, t, u] >= tau:
+            ti = t
+            break
+    if with_recovery:
+        for t in range(n_frames):
+            if gamma[2, t, u] >= tau:
+                tr = t
+                break
+    return ti, tr
+
+
+def map_vertex_py(gamma, u, with_recovery):
+    """Per-frame arg-max (ties to the lower state), then the cumulative maximum in S < I < R."""
+    n_frames = gamma.shape[1]
+    ti = n_frames
+    tr = n_frames
+    level = 0
+    for t in range(n_frames):
+        best = 0
+        if gamma[1, t, u] > gamma[0, t, u]:
+            best = 1
+        if with_recovery and gamma[2, t, u] > gamma[best, t, u]:
+            best = 2
+        if best > level:
+            level = best
+        if level >= 1 and ti == n_frames:
+            ti = t
+        if level == 2 and tr == n_frames:
+            tr = t
+    return ti, tr
+
+
+def project_vertex_py(obs_times, obs_states, u, ti, tr):
+    """Vertex u's hitting times clipped to agree with every observed snapshot."""
+    lo_i = 0
+    lo_r = 0
+    hi_i = 1 << 60
+    hi_r = 1 << 60
+    for k in range(obs_times.shape[0]):
+        t = obs_times[k]
+        s = obs_states[k, u]
+        if s == 0:
+            lo_i = max(lo_i, t + 1)
+            lo_r = max(lo_r, t + 1)
+        elif s == 1:
+            hi_i = min(hi_i, t)
+            lo_r = max(lo_r, t + 1)
+        else:
+            hi_i = min(hi_i, t)
+            hi_r = min(hi_r, t)
+    ti = min(max(ti, lo_i), hi_i)
+    tr = min(max(tr, lo_r), hi_r)
+    if tr < ti:
+        tr = ti
+    return ti, tr
+
+
+# ----------------------------------------------------------------------------
+# simulation (battus.simulate): one synchronous SI/SIR step of one vertex
+
+
+def sir_step_rule(draw):
+    """The step rule over a compiled counter-based draw (:func:`battus.kernels.rng.uniform_py`).
+
+    The draw is a closure variable rather than a global so that each backend
+    binds its own compilation of the same function.
+    """
+
+    def sir_step_vertex(indptr, indices, current, u, beta_i, beta_r, seed, step, same_step_recovery):
+        """Vertex u's state at step+1: each arc from an infected in-neighbour transmits with
+        probability beta_i; a vertex infected at the start of the step (or, with
+        ``same_step_recovery``, during it) recovers with probability beta_r."""
+        s = current[u]
+        if s == 2:
+            return 2
+        infected = s == 1
+        if s == 0:
+            for e in range(indptr[u], indptr[u + 1]):
+                if current[indices[e]] == 1 and draw(seed, STREAM_TRANSMISSION, step, e) < beta_i:
+                    infected = True
+                    break
+        if not infected:
+            return 0
+        if (s == 1 or same_step_recovery) and draw(seed, STREAM_RECOVERY, step, u) < beta_r:
+            return 2
+        return 1
+
+    return sir_step_vertex
