@@ -26,7 +26,10 @@ import gzip
 import json
 import math
 import os
+import pickletools
 import shutil
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -155,7 +158,7 @@ class Base:
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory) -> CliWorker:
+def worker(tmp_path_factory) -> Iterator[CliWorker]:
     w = CliWorker(tmp_path_factory.mktemp("fuzz-scratch"))
     yield w
     w.close()
@@ -409,12 +412,25 @@ def test_fuzz_pt_structure(worker: CliWorker, base: Base, case: tuple[PtSpec, st
                 names=("in.pt",))
 
 
-@budget(60)
-@given(how=st.sampled_from(["archive-truncate", "archive-flip", "pickle-truncate", "pickle-flip", "pickle-splice"]),
+# Opcodes a protocol-2 torch export never holds, with hostile lengths or targets: protocol 4/5
+# frames and buffers, 8-byte lengths, the copyreg extension registry, globals by other routes
+# (STACK_GLOBAL, INST, OBJ), dangling memo references.
+HOSTILE_OPCODES = [
+    b"\x96" + struct.pack("<Q", 2**40), b"\x8e" + struct.pack("<Q", 2**62), b"\x8d" + struct.pack("<Q", 2**62),
+    b"\x95" + struct.pack("<Q", 2**62), b"\x97", b"\x98", b"\x80\x05", b"\x82\x01", b"\x83\x01\x00",
+    b"\x8c\x02os\x8c\x06system\x93", b"\x8c\x05torch\x8c\x0bLongStorage\x93", b"cos\nsystem\n",
+    b"(S'x'\nios\nsystem\n", b"(cos\nsystem\nS'x'\no", b"h\xff", b"j\xff\xff\xff\x7f", b"0", b"1", b"2",
+    b"P0\n", b"\x8b\xff\xff\xff\x7f", b"T\xff\xff\xff\x7f", b"\x8a\xff" + b"\xff" * 255, b".",
+]
+
+
+@budget(80)
+@given(how=st.sampled_from(["archive-truncate", "archive-flip", "pickle-truncate", "pickle-flip", "pickle-splice",
+                            "pickle-opcode", "pickle-opcode"]),
        cut=st.floats(0, 1), flips=st.lists(st.tuples(st.floats(0, 1), st.integers(1, 255)), min_size=1, max_size=6),
-       junk=st.binary(max_size=40))
+       junk=st.binary(max_size=40), opcode=st.sampled_from(HOSTILE_OPCODES))
 def test_fuzz_pt_bytes(worker: CliWorker, base: Base, how: str, cut: float, flips: list[tuple[float, int]],
-                       junk: bytes) -> None:
+                       junk: bytes, opcode: bytes) -> None:
     """import-hermes on damaged exports: the zip itself, or its pickle re-archived with a valid CRC."""
     spec = valid_pt(4, 3, [(0, 1), (1, 2), (2, 3), (3, 0)],
                     np.array([[1, 1, 2, 2], [0, 1, 1, 2], [0, 0, 1, 1], [0, 0, 0, 1]]))
@@ -425,6 +441,10 @@ def test_fuzz_pt_bytes(worker: CliWorker, base: Base, how: str, cut: float, flip
     elif how.endswith("flip"):
         for pos, xor in flips:
             data[int(pos * (len(data) - 1))] ^= xor
+    elif how == "pickle-opcode":  # at an opcode boundary, so the unpickler really executes it
+        starts = [pos for _, _, pos in pickletools.genops(bytes(data)) if pos]
+        at = starts[int(cut * (len(starts) - 1))]
+        data[at:at] = opcode
     else:  # splice random bytes into the middle of the opcode stream
         at = int(cut * (len(data) - 1))
         data[at:at] = junk
