@@ -305,7 +305,8 @@ class Result:
 
     @property
     def stderr_lines(self) -> list[str]:
-        return [line for line in self.stderr.splitlines() if line.strip()]
+        # lines as a terminal shows them: str.splitlines() would also split at \x1c-\x1e, \x85, ...
+        return [line for line in self.stderr.split("\n") if line.strip()]
 
     def describe(self) -> str:
         status = "timed out" if self.rc is None else (f"signal {-self.rc}" if self.rc < 0 else f"exit {self.rc}")

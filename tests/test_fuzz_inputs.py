@@ -27,6 +27,7 @@ import json
 import math
 import os
 import pickletools
+import re
 import shutil
 import struct
 from collections.abc import Iterator
@@ -52,7 +53,7 @@ from fuzz_corpus import (
     tensor_of,
     valid_pt,
 )
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
@@ -83,6 +84,7 @@ def budget(default: int) -> settings:
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 UMASK_MODE = 0o666 & ~_UMASK  # what open(..., "w") gives under the worker's (inherited) umask
+CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # C0 (tab allowed) and C1 controls, DEL
 HUGE_INTS = [2**31 - 1, 2**31, 2**32, 2**32 + 1, 2**40, 2**62, 2**63 - 1, 2**63, 2**64, 10**30,
              -1, -(2**31), -(2**40), -(2**62), -(2**63), -(2**64)]
 
@@ -113,6 +115,8 @@ def run_checked(worker: CliWorker, workdir: Path, argv: list[str], *, out: str |
     if res.rc == 2:
         assert len(res.stderr_lines) == 1, "exit 2 without exactly one stderr line: " + what
         assert "error" in res.stderr_lines[0], "exit 2 line is not an error message: " + what
+        # bytes from a hostile file echoed raw could drive the user's terminal (escape sequences)
+        assert not CONTROL.search(res.stderr_lines[0]), "raw control characters in the error line: " + what
         assert not new_files, f"file(s) left behind on failure {new_files}: " + what
         assert not names or any(x in res.stderr_lines[0] for x in names), f"error names none of {names}: " + what
     else:
@@ -143,6 +147,9 @@ class Base:
 
     def __repr__(self) -> str:  # shown in every falsifying example: keep it short
         return f"Base({self.root})"
+
+    def _repr_pretty_(self, p, cycle) -> None:  # hypothesis pretty-prints dataclasses field by field otherwise
+        p.text(repr(self))
 
     def workdir(self) -> Path:
         """A fresh, empty folder for one example (no function-scoped fixture under hypothesis)."""
@@ -383,6 +390,7 @@ def pt_cases(draw) -> tuple[PtSpec, str]:
             spec.mapping[key] = draw(st.sampled_from([
                 Global("os", "system"), Global("builtins", "eval"), Global("torch", "load"),
                 Global("numpy", "ndarray"), Global("torch._utils", "_rebuild_parameter"),
+                Global("os\x1b[2J", "system\x1b]0;pwned\x07"),  # a name that is a terminal escape sequence
             ]))
             reasons[key] = "foreign global"
         else:  # the archive layout: other prefixes are legal, the reader must find data.pkl wherever it is
@@ -401,7 +409,27 @@ def pt_cases(draw) -> tuple[PtSpec, str]:
     return spec, "; ".join(why)
 
 
+def _known_case(edit: str) -> tuple[PtSpec, str]:
+    """Issue 9's own .pt classes, always run first (``@example``) whatever the seed draws."""
+    spec = valid_pt(4, 3, [(0, 1), (1, 2), (2, 3), (3, 0)],
+                    np.array([[1, 1, 2, 2], [0, 1, 1, 2], [0, 0, 1, 1], [0, 0, 0, 1]]))
+    y: Tensor = spec.mapping["y"]
+    if edit == "huge negative stride":  # SIGSEGV before the fix
+        spec.mapping["y"] = replace(y, stride=(1, -(2**40)), offset=12)
+    elif edit == "small negative stride":  # read the bytes before the storage before the fix
+        spec.mapping["y"] = replace(y, stride=(1, -4), offset=3)
+    elif edit == "negative T":
+        spec.mapping["T"] = -3
+    else:  # a foreign global whose name is a terminal escape sequence
+        spec.mapping["tI"] = Global("os\x1b[2J", "system\x1b]0;pwned\x07")
+    return spec, edit
+
+
 @budget(200)
+@example(case=_known_case("huge negative stride"))
+@example(case=_known_case("small negative stride"))
+@example(case=_known_case("negative T"))
+@example(case=_known_case("escape sequence in a class name"))
 @given(case=pt_cases())
 def test_fuzz_pt_structure(worker: CliWorker, base: Base, case: tuple[PtSpec, str]) -> None:
     """import-hermes on exports whose pickle is well formed but whose fields lie."""
@@ -605,7 +633,10 @@ def hdf5_dataset_cases(draw) -> tuple[str, str, str, Any]:
     paths["si"], paths["pred-si"] = paths["sir"], paths["pred-sir"]
     path = draw(st.sampled_from(paths[kind]))
     how = draw(st.sampled_from(["array", "array", "array", "delete", "group", "soft", "external", "hard",
-                                "posteriors"]))
+                                "posteriors", "whole-group"]))
+    if how == "whole-group":  # a group itself replaced: by a dataset, a dangling link, or nothing
+        path = path.split("/")[0] if "/" in path else ("hitting_times" if kind.startswith("pred") else "observations")
+        how = "group-" + draw(st.sampled_from(["delete", "dataset", "soft", "external"]))
     command = draw(st.sampled_from(KINDS[kind]))
     return kind, path, how, command
 
@@ -620,10 +651,21 @@ def test_fuzz_hdf5_datasets(worker: CliWorker, base: Base, case: tuple[str, str,
     argv, out, others = command_for(kind, command, "in.h5")
     for key, name in others.items():
         base.copy(key, wd, name)
-    old = base.arrays[kind][path]
+    old = base.arrays[kind].get(path, np.zeros(0))
     must: dict[str, str] = {}
     with h5py.File(target, "r+") as fh:
-        if how == "posteriors":  # an optional dataset with the wrong type: must never be a traceback
+        if how.startswith("group-"):
+            del fh[path]
+            if how == "group-dataset":
+                fh[path] = np.arange(3)
+            elif how == "group-soft":
+                fh[path] = h5py.SoftLink("/nowhere")
+            elif how == "group-external":
+                fh[path] = h5py.ExternalLink("missing.h5", "/" + path)
+            needed = {"graph": ("simulate", "reconstruct", "score"), "observations": ("reconstruct", "score"),
+                      "hitting_times": ()}[path]
+            must = {c: f"/{path} {how}" for c in needed if c in KINDS[kind]}
+        elif how == "posteriors":  # an optional dataset with the wrong type: must never be a traceback
             if "posteriors" in fh:
                 del fh["posteriors"]
             fh["posteriors"] = data.draw(array_like(np.zeros((3, T + 1, N), dtype=np.float32)))
