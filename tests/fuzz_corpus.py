@@ -319,7 +319,7 @@ class CliWorker:
     def __repr__(self) -> str:  # shown in every falsifying example: keep it short
         return "CliWorker()"
 
-    def __init__(self, scratch: Path, timeout: float = 120.0) -> None:
+    def __init__(self, scratch: Path, timeout: float = 60.0) -> None:
         self.scratch = Path(scratch)
         self.scratch.mkdir(parents=True, exist_ok=True)
         self.timeout = timeout
