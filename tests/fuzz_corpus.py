@@ -249,6 +249,11 @@ def valid_pt(n: int, T: int, arcs: list[tuple[int, int]], y: np.ndarray, *, t_as
 # (a traceback, hence a failure) instead of swapping the CI machine to death.
 _SERVER = r"""
 import json, os, resource, sys, traceback, warnings
+try:  # die with the test process (Linux): an interrupted pytest must not leave a worker computing
+    import ctypes, signal
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+except Exception:
+    pass
 limit = int(os.environ.get("BATTUS_FUZZ_AS_LIMIT", str(8 << 30)))
 if limit > 0:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
