@@ -1089,8 +1089,10 @@ def test_fuzz_options_and_outputs(worker: CliWorker, base: Base, case: tuple[str
         why.append(must_fail)
     argv = [command, *inputs, "--out", out, *opts]
     # the error must name one of the things that were wrong: an option by its flag or its field name
-    names: set[str] = {h for h in hostile if h in " ".join(opts)}  # refusing an unflagged one is fine too
-    for reason in "; ".join(why).split("; "):
+    # refusing an unflagged hostile option is fine too
+    reasons = [h for h in hostile if h in " ".join(opts)] + "; ".join(why).split("; ")
+    names: set[str] = set()
+    for reason in reasons:
         flag = reason.split()[0] if reason else ""
         if flag == "--T":  # a bare "T" would match any message
             names |= {"--T", "T:", "T="}
