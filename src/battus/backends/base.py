@@ -47,8 +47,9 @@ class Backend(Protocol):
     # causal repair packs hitting times into narrow fields: the most frames it supports
     max_causal_frames: int
 
-    def warm_up(self) -> None:
-        """Compile (or load from Numba's cache) every kernel, outside the timed interval."""
+    def warm_up(self, causal: bool = False) -> None:
+        """Compile (or load from Numba's cache) every kernel a reconstruction will use, the causal
+        repair's too when ``causal``, so that the timed interval holds no compilation."""
 
     def prepare(self, problem: Problem) -> Prepared:
         """Hold graph and observations in the backend's memory."""
@@ -94,12 +95,31 @@ class Backend(Protocol):
         """A backend array as a host numpy array."""
 
 
-def tiny_problem(cyclic: bool = False) -> Problem:
-    """A 3-vertex SIR problem that takes every kernel through every branch, for warm-up."""
+def tiny_problem() -> Problem:
+    """A 3-vertex SIR problem on a directed cycle, for warm-up."""
     from ..graph import from_arcs
     from ..problem import Observations
 
-    src, dst = (np.array([0, 1, 2]), np.array([1, 2, 0])) if cyclic else (np.array([0, 1]), np.array([1, 2]))
-    graph = from_arcs(src, dst, directed=True, n=3)
+    graph = from_arcs(np.array([0, 1, 2]), np.array([1, 2, 0]), directed=True, n=3)
     obs = Observations(times=np.array([1, 2]), states=np.array([[1, 1, 0], [2, 1, 1]], dtype=np.uint8))
     return Problem(graph=graph, model="sir", T=2, n0=1, observations=obs)
+
+
+def run_every_kernel(backend: Backend, causal: bool) -> None:
+    """Take ``backend`` through every stage on :func:`tiny_problem`: each kernel compiles (or loads
+    from Numba's cache) for the array types of a real run. Numba compiles a kernel whole, so one
+    pass reaches every branch; the fit has more candidates than the CUDA backend re-scores in
+    float64, so both of its precisions compile."""
+    from ..fit import FitSettings, fit_rates
+
+    tiny = tiny_problem()
+    prep = backend.prepare(tiny)
+    fit_rates(backend, prep, tiny, FitSettings(grid_points=3, refine_points=2, refine_rounds=1))
+    for reset in (False, True):
+        rho = backend.pressures(prep, tiny.prior, 0.1, 0.1, reset)
+    gamma = backend.posteriors(prep, rho, tiny.prior, 0.1, True)
+    for decoder in ("threshold", "map"):
+        t_inf, t_rec = backend.hitting_times(prep, gamma, decoder, 0.65, True, True)
+    if causal:
+        backend.causal_repair(prep, gamma, t_inf, t_rec, tiny.T)
+    backend.synchronize()

@@ -10,7 +10,7 @@ import numpy as np
 from ..graph import Graph
 from ..kernels import causal_cpu, fit_cpu, infer_cpu, simulate_cpu
 from ..problem import Problem, segments
-from .base import Prepared, tiny_problem
+from .base import Prepared, run_every_kernel
 
 
 class CPUBackend:
@@ -23,7 +23,7 @@ class CPUBackend:
         import numba
 
         self.device = f"{platform.processor() or platform.machine()} x{numba.get_num_threads()} threads"
-        self._warm = False
+        self._warmed: set[bool] = set()  # the ``causal`` values warm_up has run with
 
     def prepare(self, problem: Problem) -> Prepared:
         obs = problem.observations
@@ -52,19 +52,11 @@ class CPUBackend:
     def stop_interval(self, start: float) -> float:
         return time.perf_counter() - start
 
-    def warm_up(self) -> None:
+    def warm_up(self, causal: bool = False) -> None:
         """Load every kernel (compiled or from Numba's cache) outside the timed interval."""
-        if self._warm:
-            return
-        tiny = tiny_problem()
-        prep = self.prepare(tiny)
-        self.loglik_batch(prep, tiny.prior, np.array([0.1, 0.2]), np.array([0.1, 0.1]))
-        for reset in (False, True):
-            rho = self.pressures(prep, tiny.prior, 0.1, 0.1, reset)
-        gamma = self.posteriors(prep, rho, tiny.prior, 0.1, True)
-        for decoder in ("threshold", "map"):
-            self.hitting_times(prep, gamma, decoder, 0.65, True, True)
-        self._warm = True
+        if causal not in self._warmed:
+            run_every_kernel(self, causal)
+            self._warmed.update({causal, False})
 
     def loglik_batch(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray) -> np.ndarray:
         return fit_cpu.segmented_loglik(

@@ -34,7 +34,7 @@ from ..kernels import fit_cuda as KF
 from ..kernels import infer_cuda as K
 from ..kernels.cuda_common import BLOCK, WARP, blocks, cuda, simulated
 from ..problem import Problem, segments
-from .base import Prepared, tiny_problem
+from .base import Prepared, run_every_kernel
 
 
 @dataclass
@@ -96,7 +96,7 @@ class CUDABackend:
             self.device = f"{name} (cc {dev.compute_capability[0]}.{dev.compute_capability[1]})"
         self.live_bytes = 0
         self.peak_bytes = 0
-        self._warm = False
+        self._warmed: set[bool] = set()  # the ``causal`` values warm_up has run with
 
     # -- memory accounting: every device array of the algorithm comes from here
 
@@ -144,23 +144,11 @@ class CUDABackend:
         stop.synchronize()
         return cuda.event_elapsed_time(start, stop) / 1e3
 
-    def warm_up(self) -> None:
+    def warm_up(self, causal: bool = False) -> None:
         """Compile every kernel on a tiny problem, outside the timed interval."""
-        if self._warm or self.simulated:  # the simulator compiles nothing
-            return
-        from ..fit import FitSettings, fit_rates
-
-        tiny = tiny_problem(cyclic=True)
-        prep = self.prepare(tiny)
-        # 3 x 3 candidates, more than POLISH: both the float32 rounds and the float64 re-score compile
-        fit_rates(self, prep, tiny, FitSettings(grid_points=3, refine_points=2, refine_rounds=1))
-        for reset in (False, True):
-            rho = self.pressures(prep, tiny.prior, 0.1, 0.1, reset)
-        gamma = self.posteriors(prep, rho, tiny.prior, 0.1, True)
-        for decoder in ("threshold", "map"):
-            self.hitting_times(prep, gamma, decoder, 0.65, True, True)
-        self.synchronize()
-        self._warm = True
+        if causal not in self._warmed and not self.simulated:  # the simulator compiles nothing
+            run_every_kernel(self, causal)
+            self._warmed.update({causal, False})
 
     def prepare(self, problem: Problem) -> CUDAPrepared:
         """Upload graph and observations and build the degree bins (outside the timed interval)."""
