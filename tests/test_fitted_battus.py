@@ -1,13 +1,20 @@
-"""Fitted Battus: every dataset within .01 of the paper's row, and the quality gate."""
+"""Fitted Battus: every dataset within .01 of the paper's row, and the quality gate; every method's decoded
+histories bit-identical to stored hashes."""
 
 from __future__ import annotations
+
+import hashlib
+import json
 
 import numpy as np
 import paper_tables as P
 import pytest
 
+from battus.fit import FitSettings
+from battus.graph import from_arcs
 from battus.infer import method_options, reconstruct
 from battus.score import hermes_score
+from battus.simulate import simulate
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +80,68 @@ def test_ablation_rows_of_the_fitted_method(canonical, row, overrides):
     assert abs(np.mean([s["f1"] for s in scores]) - f1) <= 0.002
     assert abs(np.mean([s["nrmse"] for s in scores]) - err) <= 0.002
     assert np.mean([s["f1"] for s in scores]) >= P.HERMES_GATE[0]
+
+
+# ----------------------------------------------------------------------------
+# decoded histories bit-identical to the code before the issue-10 refactor (commit 0552e74)
+
+GOLDEN_FIT = FitSettings(grid_points=6, refine_points=3, refine_rounds=1)
+GOLDEN_VARIANTS = {
+    "battus-z": ("battus-z", {}),
+    "battus": ("battus", {"fit_settings": GOLDEN_FIT}),
+    "battus-c": ("battus-z", {"causal": True}),
+    "battus-c-map": ("battus", {"fit_settings": GOLDEN_FIT, "causal": True}),
+    "map": ("battus-z", {"decoder": "map"}),
+    "no-backward": ("battus-z", {"backward": False}),
+    "no-projection": ("battus-z", {"projection": False}),
+    "reset": ("battus-z", {"reset": True}),
+}
+# sha256 over the 12 canonical datasets' hitting times, states, rates and causal counts (CPU backend), and over
+# 8 simulated histories; made with commit 0552e74 (the CUDA backend matched its own hashes too, on an H100)
+GOLDEN = {
+    "battus": "ae4919fde2ec891e69eabedec886789c",
+    "battus-c": "be7b4e5e07c36e4cc080e7b52c8f3800",
+    "battus-c-map": "76b7a3649e98d72978ec810697f844a6",
+    "battus-z": "9684cb6a41213f63628c86f3130af70f",
+    "map": "8035a37be66332b8535f937ce520ed23",
+    "no-backward": "364c0b104f45a259da53ad59867b70b7",
+    "no-projection": "9684cb6a41213f63628c86f3130af70f",
+    "reset": "4bbaedc917aa4c4844a6acd01f31fb77",
+    "simulate": "5767b5734774f13a86c7a35c2c8a14a0",
+}
+
+
+def _array_hash(a: np.ndarray) -> str:
+    a = np.ascontiguousarray(a)
+    return hashlib.sha256(a.tobytes() + str(a.dtype).encode() + str(a.shape).encode()).hexdigest()[:24]
+
+
+def _digest(lines: list[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
+
+
+@pytest.mark.parametrize("variant", sorted(GOLDEN_VARIANTS))
+def test_histories_identical_to_stored_hashes(canonical, variant):
+    method, overrides = GOLDEN_VARIANTS[variant]
+    records = []
+    for name in sorted(canonical):
+        r = reconstruct(canonical[name].to_problem(), method_options(method, **overrides), backend="cpu")
+        extras = {k: v for k, v in r.extras.items() if k != "warmup_seconds"}  # a timing
+        record = {"t_inf": _array_hash(r.t_inf), "t_rec": _array_hash(r.t_rec), "states": _array_hash(r.states),
+                  "beta_i": repr(r.beta_i), "beta_r": repr(r.beta_r),
+                  "extras": json.dumps(extras, sort_keys=True, default=str)}
+        records.append(f"{name}:" + json.dumps(record, sort_keys=True))
+    assert _digest(records) == GOLDEN[variant]
+
+
+def test_simulated_histories_identical_to_stored_hashes():
+    n = 2000
+    rng = np.random.default_rng(7)
+    graph = from_arcs(rng.integers(0, n, 6 * n), rng.integers(0, n, 6 * n), directed=True, n=n)
+    lines = {}
+    for model in ("si", "sir"):
+        for same_step_recovery in (False, True):
+            for seed in (1, 99):
+                states = simulate(graph, model, 20, 5, 0.15, 0.2, seed=seed, same_step_recovery=same_step_recovery)
+                lines[f"sim/{n}/{model}/{same_step_recovery}/{seed}"] = _array_hash(states)
+    assert _digest([f"{k}={lines[k]}" for k in sorted(lines)]) == GOLDEN["simulate"]
