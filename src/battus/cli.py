@@ -59,7 +59,7 @@ _SEED = _integer(0, 2**64 - 1)  # seeds key a 64-bit counter-based generator
 def _say(quiet: bool):
     def emit(message: str) -> None:
         if not quiet:
-            print(f"battus: {message}", file=sys.stderr, flush=True)
+            print(f"battus: {printable(message)}", file=sys.stderr, flush=True)
 
     return emit
 
@@ -100,7 +100,7 @@ def cmd_graph(args: argparse.Namespace) -> None:
                           keep_largest_component=not args.keep_all_components, name=args.name)
     loops, duplicates = graph.meta["self_loops_dropped"], graph.meta["duplicates_dropped"]
     if loops or duplicates:  # a warning, shown even with --quiet: the graph differs from the file
-        print(f"battus: warning: {args.input}: dropped {loops} self-loops and {duplicates} duplicate edges",
+        print(f"battus: warning: {printable(args.input)}: dropped {loops} self-loops and {duplicates} duplicate edges",
               file=sys.stderr, flush=True)
     prov = provenance(stage="graph", source=str(args.input), source_sha256=sha256_file(args.input),
                       directed=args.directed, largest_component=not args.keep_all_components,
@@ -268,7 +268,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (usage stays available through --help)."""
 
     def error(self, message: str):
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {printable(message)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -387,6 +387,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters escaped: a hostile file name or token must not drive the
+    terminal (escape sequences) or break the one-line error (newlines)."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
     """Every command's output, checked once here before any work: never an input, always writable."""
     from .files import check_output
@@ -402,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error (already printed)
         return int(exc.code or 0)
+    # Python reports errors it cannot raise (a buffer freed during a failed unpickling) on stderr;
+    # the command's own outcome is what the user needs, in one line.
+    unraisable_hook, sys.unraisablehook = sys.unraisablehook, lambda unraisable: None
     try:
         with warnings.catch_warnings():
             # Library warnings (pandas casts, numpy, Numba) are noise to a user and would break the
@@ -410,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
             _check_outputs(args)
             args.func(args)
     except InputError as exc:
-        print(f"battus: error: {exc}", file=sys.stderr)
+        print(f"battus: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError:  # an input larger than its estimate could foresee (a gzip bomb of an edge list)
         print(f"battus: error: {args.command}: memory: the input does not fit in this machine's memory; "
@@ -419,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("battus: interrupted; no output written", file=sys.stderr)
         return 130
+    finally:
+        sys.unraisablehook = unraisable_hook
     return 0
 
 

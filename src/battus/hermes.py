@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import pickletools
 import warnings
 import zipfile
 import zlib
@@ -105,6 +106,28 @@ _ALLOWED = {
 }
 
 
+# torch.save writes pickle protocol 2; later opcodes (8-byte lengths, out-of-band buffers, frames)
+# and the extension registry have no business in a .pt export and are refused before loading.
+_EXTENSION_OPCODES = {"EXT1", "EXT2", "EXT4"}
+
+
+def _check_opcodes(payload: bytes, source: str) -> None:
+    """Walk the pickle's opcodes without executing them: protocol <= 2, lengths inside the payload.
+
+    ``pickletools.genops`` reads each opcode's argument from the payload, so a
+    length field larger than what remains fails here instead of making the
+    unpickler allocate it.
+    """
+    try:
+        for opcode, _arg, _pos in pickletools.genops(payload):
+            if opcode.proto > 2 or opcode.name in _EXTENSION_OPCODES:
+                raise InputError(source, "data.pkl", f"pickle opcode {opcode.name} is not allowed in a .pt export")
+    except InputError:
+        raise
+    except Exception as exc:  # truncated, unknown opcode, a length past the end
+        raise InputError(source, "data.pkl", f"unreadable pickle ({type(exc).__name__}: {exc})") from None
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     def __init__(self, payload: bytes, archive: zipfile.ZipFile, prefix: str, source: str) -> None:
         super().__init__(io.BytesIO(payload))
@@ -163,6 +186,7 @@ def load_pt(path: str | Path) -> dict:
             raise InputError(path, "data.pkl", "archive must hold exactly one data.pkl")
         prefix = pkls[0][: -len("/data.pkl")]
         payload = _member(archive, pkls[0], str(path))
+        _check_opcodes(payload, str(path))
         try:
             obj = _RestrictedUnpickler(payload, archive, prefix, str(path)).load()
         except InputError:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import platform
+import signal
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,9 +87,76 @@ def _write_graph(group: h5py.Group, graph: Graph) -> None:
     group.attrs["meta"] = json.dumps(graph.meta, default=str)
 
 
+# The HDF5 C library is not hardened against hostile files: one flipped byte in a datatype
+# message can crash the process (SIGSEGV) or make it loop. Before the file is opened here, a
+# forked child walks its whole structure (every link, attribute and datatype, and the data of
+# every dataset up to _PROBE_FULL_BYTES; first and last element of larger ones) with a deadline;
+# a child killed by a signal or past the deadline is a damaged file, reported in one line.
+_PROBE_SECONDS = 60.0
+_PROBE_FULL_BYTES = 64 << 20
+_PROBE_MAX_OBJECTS = 100_000
+
+
+def _probe_walk(path: Path) -> None:
+    """Touch everything a reader may touch (runs in the forked child; exceptions do not matter)."""
+    seen = 0
+    with h5py.File(path, "r") as fh:
+        pending = [fh]
+        while pending and seen < _PROBE_MAX_OBJECTS:
+            obj = pending.pop()
+            seen += 1
+            for key in obj.attrs.keys():
+                obj.attrs[key]
+            if isinstance(obj, h5py.Dataset):
+                if obj.is_virtual or obj.external is not None or obj.size == 0:
+                    continue
+                if obj.size * obj.dtype.itemsize <= _PROBE_FULL_BYTES:
+                    obj[()]
+                else:
+                    obj[(0,) * obj.ndim]
+                    obj[tuple(s - 1 for s in obj.shape)]
+                continue
+            for name in obj:  # a group: follow hard links only, depth bounded by the object budget
+                if isinstance(obj.get(name, getlink=True), h5py.HardLink):
+                    pending.append(obj[name])
+
+
+def _probe(path: Path) -> None:
+    if not hasattr(os, "fork"):  # no fork on this platform: read directly
+        return
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        try:
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            _probe_walk(path)
+        except BaseException:  # a Python-level error is the parent's to report, field by field
+            pass
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + _PROBE_SECONDS
+    pause = 0.001
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise InputError(path, "file", f"damaged HDF5 structure (reading it did not end within "
+                                           f"{_PROBE_SECONDS:.0f} s)")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        raise InputError(path, "file", f"damaged HDF5 structure (the HDF5 library crashed reading it: {name})")
+
+
 def open_hdf5(path: str | Path) -> h5py.File:
-    """Open any HDF5 file for reading; a missing or unreadable one is an InputError."""
+    """Open any HDF5 file for reading; a missing, damaged or unreadable one is an InputError."""
     path = require_file(path, "an HDF5 file")
+    _probe(path)
     try:
         return h5py.File(path, "r")
     except (OSError, ValueError) as exc:
@@ -456,6 +526,11 @@ def read_prediction(path: str | Path, model: str | None = None) -> dict:
             }
             for key in ("method", "backend", "device", "model", "name", "package_version"):
                 record[key] = _text_attr(fh, key, path)
+            for key in fh.attrs.keys():  # a method's own scalar results (Battus-C's feasibility, counts)
+                if key not in record and key not in ("format", "format_version", "T"):
+                    value = _as_scalar(_raw_attr(fh, key, path, f"@{key}"))
+                    if isinstance(value, bool | int | float | str):
+                        record[key] = value
         except _H5_ERRORS as exc:
             raise _fail_unreadable(path, "file", exc) from None
     return record
