@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from battus.edgelist import read_edgelist
 from battus.errors import InputError
 from battus.graph import (
     Graph,
@@ -16,7 +17,6 @@ from battus.graph import (
     from_scipy,
     graph_from_raw_arcs,
     is_symmetric,
-    read_edgelist,
 )
 
 # The mirror beside the checkout (../shared); BATTUS_SHARED overrides, as in conftest.py.
@@ -255,7 +255,7 @@ def test_crlf_and_large_ids(tmp_path):
 
 def test_larger_random_graph(tmp_path):
     """Many lines through several pandas chunks (chunk size shrunk) give the same graph."""
-    import battus.graph as graph_module
+    import battus.edgelist as edgelist_module
 
     rng = np.random.default_rng(1)
     src = rng.integers(0, 3000, size=50_000)
@@ -264,12 +264,12 @@ def test_larger_random_graph(tmp_path):
     with gzip.open(path, "wt") as fh:
         fh.write("".join(f"{u}\t{v}\n" for u, v in zip(src, dst, strict=True)))
     whole = read_edgelist(path, directed=True)
-    old = graph_module._CHUNK_ROWS
-    graph_module._CHUNK_ROWS = 4096
+    old = edgelist_module._CHUNK_ROWS
+    edgelist_module._CHUNK_ROWS = 4096
     try:
         chunked = read_edgelist(path, directed=True)
     finally:
-        graph_module._CHUNK_ROWS = old
+        edgelist_module._CHUNK_ROWS = old
     assert np.array_equal(whole.indptr, chunked.indptr)
     assert np.array_equal(whole.indices, chunked.indices)
     direct = graph_from_raw_arcs(src, dst, directed=True)

@@ -93,7 +93,7 @@ def cmd_import_hermes(args: argparse.Namespace) -> None:
 
 
 def cmd_graph(args: argparse.Namespace) -> None:
-    from .graph import read_edgelist
+    from .edgelist import read_edgelist
     from .io import provenance, sha256_file, write_graph
 
     graph = read_edgelist(args.input, directed=args.directed, fmt=args.format,
@@ -190,36 +190,12 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
 
 def cmd_score(args: argparse.Namespace) -> None:
     from .io import atomic_path, read_history, read_prediction
-    from .problem import observe
-    from .score import observed_frames, score_all
+    from .score import score_prediction
 
     problem = read_history(args.history, require_truth=True)
-    pred = read_prediction(args.prediction, model=problem.model)
-    states = pred["states"]
-    if states.shape != problem.truth.shape:
-        raise InputError(args.prediction, "states",
-                         f"shape {states.shape} differs from the truth's {problem.truth.shape}")
-    observed = pred["provenance"].get("observed_times")
-    if observed is not None:  # score against the frames the reconstruction actually saw
-        times = observed_frames(observed, problem.T, args.prediction, "@provenance/observed_times")
-        problem.observations = observe(problem.truth, times)
-    result = {
-        "dataset": problem.name,
-        "model": problem.model,
-        "T": problem.T,
-        "n": problem.n,
-        "observed_times": problem.observations.times.tolist(),
-        "method": pred.get("method"),
-        "backend": pred.get("backend"),
-        "device": pred.get("device"),
-        "algorithm_seconds": pred["algorithm_seconds"],
-        "beta_i": pred["beta_i"],
-        "beta_r": pred["beta_r"],
-        "params": pred["params"],
-        "prediction": str(args.prediction),
-        "history": str(args.history),
-        **score_all(problem, states),
-    }
+    prediction = read_prediction(args.prediction, model=problem.model)
+    result = {**score_prediction(problem, prediction, str(args.prediction)),
+              "prediction": str(args.prediction), "history": str(args.history)}
     text = json.dumps(result, indent=2, default=_json_default)
     if args.out:
         with atomic_path(args.out) as tmp:

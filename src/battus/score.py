@@ -121,3 +121,38 @@ def score_all(problem, states: np.ndarray) -> dict:
             "truth": {"violations": tv, "events": te, "rate": tv / te if te else 0.0, "forced": t_forced},
         },
     }
+
+
+def score_prediction(problem, prediction: dict, source: str) -> dict:
+    """Score a prediction record (from :func:`battus.io.read_prediction`) against ``problem``'s truth.
+
+    The unobserved-only scores drop the frames the reconstruction actually saw:
+    those recorded in the prediction's provenance (``observed_times``) when
+    present, else the history's own observations.
+    """
+    from dataclasses import replace
+
+    from .problem import observe
+
+    states = prediction["states"]
+    if states.shape != problem.truth.shape:
+        raise InputError(source, "states", f"shape {states.shape} differs from the truth's {problem.truth.shape}")
+    observed = prediction["provenance"].get("observed_times")
+    if observed is not None:
+        times = observed_frames(observed, problem.T, source, "@provenance/observed_times")
+        problem = replace(problem, observations=observe(problem.truth, times))
+    return {
+        "dataset": problem.name,
+        "model": problem.model,
+        "T": problem.T,
+        "n": problem.n,
+        "observed_times": problem.observations.times.tolist(),
+        "method": prediction.get("method"),
+        "backend": prediction.get("backend"),
+        "device": prediction.get("device"),
+        "algorithm_seconds": prediction["algorithm_seconds"],
+        "beta_i": prediction["beta_i"],
+        "beta_r": prediction["beta_r"],
+        "params": prediction["params"],
+        **score_all(problem, states),
+    }
