@@ -265,6 +265,34 @@ def test_default_config_dry_run(tmp_path):
     assert int(stats["reconstruct"]) > 50 and int(stats["table_ablation"]) == 1
 
 
+def test_default_run_walks_the_snap_chain(tmp_path):
+    """The example SNAP edge list goes download -> edgelist_graph -> simulate -> reconstruct ->
+    score -> tables; the real Oregon2 file joins only when a mirror is set."""
+    proc = snakemake(tmp_path, "--dry-run", env={"BATTUS_MIRROR": ""})
+    plan = planned_outputs(proc)
+    assert "resources/downloads/example/edges.txt.gz" in plan["download"]
+    assert "results/graphs/example.h5" in plan["edgelist_graph"]
+    for model in ("si", "sir"):
+        assert f"results/example-{model}/history.h5" in plan["simulate"]
+        assert f"results/example-{model}/battus-z/default/prediction.h5" in plan["reconstruct"]
+        assert f"results/example-{model}/battus-z/default/score.json" in plan["score"]
+    assert not any("oregon2" in p for outputs in plan.values() for p in outputs)
+    if (SHARED / "snap/oregon2_010526.txt.gz").is_file():
+        plan = planned_outputs(snakemake(tmp_path, "--dry-run", env={"BATTUS_MIRROR": str(SHARED)}))
+        assert "resources/downloads/snap/oregon2_010526.txt.gz" in plan["download"]
+        assert "results/graphs/oregon2.h5" in plan["edgelist_graph"]
+        assert "results/oregon2-sir/battus/default/score.json" in plan["score"]
+
+
+def test_example_edge_list_is_cleaned_by_the_snap_rule(tmp_path):
+    """The file: download (relative to the workflow, checksummed, never from the mirror) and the
+    SNAP cleaning: 12 self-loops and 40 duplicate lines dropped, the 20-vertex component left out."""
+    snakemake(tmp_path, "results/graphs/example.h5", env={"BATTUS_MIRROR": str(tmp_path / "empty")})
+    log = (tmp_path / "results/logs/graph/example.log").read_text()
+    assert "dropped 12 self-loops and 40 duplicate edges" in log
+    assert "n=1500 " in log
+
+
 # ---------------------------------------------------------------------------
 # (f) the paper check on the CI run's table (when CI has produced it)
 

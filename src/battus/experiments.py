@@ -18,7 +18,9 @@ their overrides, from the sweep's numbers; they are never parsed back.
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 
 from .infer import method_options
 from .synth import SCALE_PRESETS
@@ -65,10 +67,12 @@ class Plan:
         self.large_threads = config["large_threads"]
         self.fit = config["fit"]
         self.downloads = config["downloads"]
-        self.graphs = config["graphs"]
-        self.experiments = config["experiments"]
+        self.graphs = dict(config["graphs"])
+        self.experiments = copy.deepcopy(config["experiments"])
         self.presets = {m: preset(m) for m in METHODS}
         self.datasets = {name: dict(spec) for name, spec in config["datasets"].items()}
+        self.mirror = os.environ.get("BATTUS_MIRROR") or config.get("mirror") or None
+        self.skipped = self._drop_mirror_only()
         self.rate_robustness = self._add_rate_robustness_datasets()
         # method -> variant -> overrides of the preset; labels of the named ones
         self.variants = {m: {"default": {}} for m in METHODS}
@@ -82,6 +86,30 @@ class Plan:
         self._check_references()
 
     # -- datasets ------------------------------------------------------------
+    def _drop_mirror_only(self) -> list[str]:
+        """Without a mirror, leave out graphs on `mirror_only` downloads, their datasets and runs.
+
+        Returns the names of the datasets left out.
+        """
+        if self.mirror:
+            return []
+        graphs = {g for g, s in self.graphs.items()
+                  if self.downloads.get(s.get("download", ""), {}).get("mirror_only")}
+        gone = {d for d, s in self.datasets.items() if s.get("graph") in graphs}
+        for g in graphs:
+            del self.graphs[g]
+        for d in gone:
+            del self.datasets[d]
+        for spec in self.experiments.values():
+            if not isinstance(spec, dict):
+                continue
+            for key in ("datasets", "si", "sir"):
+                if isinstance(spec.get(key), list):
+                    spec[key] = [d for d in spec[key] if d not in gone]
+            if spec.get("drawing") in gone:
+                spec.pop("drawing")
+        return sorted(gone)
+
     def _add_rate_robustness_datasets(self) -> list[tuple]:
         """Resimulated datasets of the rate-robustness table: (dataset, topology, model, beta_i, beta_r)."""
         spec = self.experiments.get("rate_robustness")
