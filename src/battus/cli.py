@@ -138,8 +138,7 @@ def cmd_simulate(args: argparse.Namespace) -> None:
 
 
 def options_from_args(args: argparse.Namespace):
-    from .fit import FitSettings
-    from .infer import method_options
+    from .options import FitSettings, method_options
 
     fit_settings = FitSettings(
         grid_points=args.grid_points, refine_points=args.refine_points,

@@ -22,7 +22,7 @@ import copy
 import math
 import os
 
-from .infer import method_options
+from .options import method_options
 from .synth import SCALE_PRESETS
 
 METHOD_LABELS = {"battus": "Battus", "battus-z": "Battus-Z"}

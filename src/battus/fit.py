@@ -10,25 +10,15 @@ itself is this module's, the same for every backend.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .options import DEFAULT_FIT, FitSettings
 from .problem import Problem
 
 if TYPE_CHECKING:
     from .backends import Backend
-
-
-@dataclass(frozen=True)
-class FitSettings:
-    grid_points: int = 24
-    refine_points: int = 7
-    refine_rounds: int = 4
-    lower: float = 1e-4
-    upper: float = 0.5
-    chunk: int = 64  # candidates per batched pass
 
 
 def _axis(lo: float, hi: float, points: int) -> np.ndarray:
@@ -43,7 +33,7 @@ def candidate_grid(axis_i: np.ndarray, axis_r: np.ndarray | None) -> tuple[np.nd
     return bi.ravel(), br.ravel()
 
 
-def fit_rates(backend: Backend, prep, problem: Problem, settings: FitSettings = FitSettings(),
+def fit_rates(backend: Backend, prep, problem: Problem, settings: FitSettings = DEFAULT_FIT,
               progress=None) -> tuple[float, float, list]:
     """Return (beta_i, beta_r, trace); trace lists each round's best point and objective.
 

@@ -15,11 +15,14 @@ labels are randomly permuted so hubs are not clustered at low ids.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import InputError
-from .graph import Graph
+
+if TYPE_CHECKING:
+    from .graph import Graph
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,8 @@ def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None =
     indices = src.astype(xp.int32)
     if xp is not np:
         indptr, indices = indptr.get(), indices.get()
+    from .graph import Graph  # numba-free import of the presets (the workflow reads them at parse time)
+
     return Graph(
         indptr=np.ascontiguousarray(indptr),
         indices=np.ascontiguousarray(indices),
