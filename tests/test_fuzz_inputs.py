@@ -1125,3 +1125,160 @@ def test_fuzz_options_and_outputs(worker: CliWorker, base: Base, case: tuple[str
     finally:
         if out_kind == "read-only-folder":
             (wd / "ro").chmod(0o755)  # so that pytest can clean up
+
+
+# --------------------------------------------------------------------------
+# classes found by hand after the fix (one explicit case each, through the CLI)
+# --------------------------------------------------------------------------
+
+# numpy.loadtxt crashes (SIGSEGV) on code points of the high planes (tag characters such as U+E0067,
+# which flag emoji use, private-use planes 15 and 16): found by test_fuzz_retweet_rows, first as a
+# "flaky" crash, since whether it faults depends on the memory layout
+@pytest.mark.parametrize("row", ["3,1,\U000e0067", "\U000e0067,1,1600000300"])
+def test_retweet_rows_high_plane_character(worker: CliWorker, base: Base, row: str) -> None:
+    wd = base.workdir()
+    (wd / "rt.txt").write_text(f"1,2,1600000000\n2,3,1600000100\n{row}\n", encoding="utf-8")
+    run_checked(worker, wd, ["import-hermes", "rt.txt", "--out", "h.h5", "--quiet"], out="h.h5",
+                must_fail="a vertex id or time that is not an integer", names=("rt.txt",))
+
+
+def _history_with(path: Path, *, n0: int | None = None, times: list[int] | None = None,
+                  states: np.ndarray | None = None, truth: np.ndarray | None | str = "keep") -> None:
+    """Rewrite a copied history file's n0, observations and truth ('drop' removes the truth)."""
+    with h5py.File(path, "r+") as fh:
+        if n0 is not None:
+            fh.attrs["n0"] = n0
+        if times is not None:
+            del fh["observations/times"]
+            fh["observations/times"] = np.asarray(times, dtype=np.int64)
+        if states is not None:
+            del fh["observations/states"]
+            fh["observations/states"] = np.asarray(states, dtype=np.uint8)
+        if isinstance(truth, str) and truth == "drop":
+            del fh["truth"]
+        elif truth is not None and not isinstance(truth, str):
+            del fh["truth"]
+            fh["truth"] = np.asarray(truth, dtype=np.uint8)
+
+
+def _impossible_case(name: str, base: Base, wd: Path) -> tuple[list[list[str]], str]:
+    """Write the inputs of one impossible-evidence case into ``wd``; the commands that must refuse it."""
+    truth = base.arrays["sir"]["truth"].copy()
+    n0 = int(np.count_nonzero(truth[0]))
+    reconstruct = ["reconstruct", "h.h5", "--out", "o.h5", "--method", "battus-z", "--backend", "cpu", "--quiet"]
+    score = ["score", "h.h5", "p.h5", "--out", "o.json", "--quiet"]
+    if name.endswith(".pt"):
+        rows = {"R at frame 0 (.pt)": [[2, 2, 2, 2], [1, 1, 1, 2], [0, 1, 1, 1], [0, 0, 0, 1]],
+                "n0 = 0 with infections in y (.pt)": [[0, 1, 1, 1], [0, 0, 1, 1], [0, 0, 0, 1], [0, 0, 0, 0]]}
+        y = rows[name.removesuffix(".pt")]
+        pt = valid_pt(4, 3, [(0, 1), (1, 2), (2, 3), (3, 0)], np.array(y))
+        (wd / "in.pt").write_bytes(pt.to_bytes())
+        schedule = ["--schedule", "0"] if "n0 = 0" in name else []  # frame 0 alone: nothing infected observed
+        return [["import-hermes", "in.pt", "--out", "o.h5", "--quiet", *schedule]], "in.pt"
+    base.copy("sir", wd, "h.h5")
+    base.copy("pred-sir", wd, "p.h5")
+    h = wd / "h.h5"
+    if name == "n0 = 0 with infections in the truth":
+        truth[0] = 0  # nobody infected at frame 0, infections later: impossible with n0 = 0
+        _history_with(h, n0=0, times=[0], states=truth[:1], truth=truth)
+        return [reconstruct, score], "h.h5"
+    if name == "truth frame 0 holds more infections than n0":
+        extra = int(np.flatnonzero(truth[0] == 0)[0])
+        truth[:, extra] = np.maximum(truth[:, extra], 1)
+        times = base.arrays["sir"]["observations/times"]
+        _history_with(h, n0=n0, times=list(times), states=truth[times], truth=truth)
+        return [reconstruct, score], "h.h5"
+    obs = np.zeros((2, N), dtype=np.uint8)
+    if name == "observed frame 0 holds more infections than n0":
+        obs[:, : n0 + 3] = 1
+        _history_with(h, n0=n0, times=[0, T], states=obs, truth="drop")
+    elif name == "R observed at frame 0":
+        obs[0, 0], obs[0, 1], obs[1, :2] = 2, 1, 2
+        _history_with(h, n0=2, times=[0, T], states=obs, truth="drop")
+    elif name == "fewer vertices ever infected than n0":
+        obs[:, 0] = 1  # one infected vertex at frames 2 and T, although n0 = 6 were infected at frame 0
+        _history_with(h, n0=6, times=[2, T], states=obs, truth="drop")
+    return [reconstruct], "h.h5"
+
+
+IMPOSSIBLE = ["n0 = 0 with infections in the truth", "truth frame 0 holds more infections than n0",
+              "observed frame 0 holds more infections than n0", "R observed at frame 0",
+              "fewer vertices ever infected than n0", "R at frame 0 (.pt).pt", "n0 = 0 with infections in y (.pt).pt"]
+
+
+@pytest.mark.parametrize("name", IMPOSSIBLE)
+def test_impossible_initial_evidence(worker: CliWorker, base: Base, name: str) -> None:
+    """n0 fixes frame 0 (exactly n0 vertices I, none R) and bounds every later frame (at least n0 not S)."""
+    wd = base.workdir()
+    commands, culprit = _impossible_case(name, base, wd)
+    for argv in commands:
+        run_checked(worker, wd, argv, out=argv[argv.index("--out") + 1], must_fail=name, names=(culprit,))
+
+
+@pytest.mark.parametrize("where", ["prediction provenance", "history"])
+def test_score_with_every_frame_observed(worker: CliWorker, base: Base, where: str) -> None:
+    """`simulate --schedule all` then reconstruct then score: no frame is left for the unobserved scores."""
+    wd = base.workdir()
+    base.copy("sir", wd, "h.h5")
+    base.copy("pred-sir", wd, "p.h5")
+    with h5py.File(wd / "p.h5", "r+") as fh:
+        record = json.loads(fh.attrs["provenance"])
+        if where == "history":
+            record.pop("observed_times", None)
+        else:
+            record["observed_times"] = list(range(T + 1))
+        fh.attrs["provenance"] = json.dumps(record)
+    if where == "history":
+        truth = base.arrays["sir"]["truth"]
+        _history_with(wd / "h.h5", times=list(range(T + 1)), states=truth)
+    run_checked(worker, wd, ["score", "h.h5", "p.h5", "--out", "o.json", "--quiet"], out="o.json",
+                names=("p.h5", "h.h5"))
+
+
+@pytest.mark.parametrize("case", ["name longer than NAME_MAX", "path longer than PATH_MAX", "empty (score)",
+                                  "empty (reconstruct, progress shown)"])
+def test_out_path_edge_cases(worker: CliWorker, base: Base, case: str) -> None:
+    """--out that no file can have: one line naming --out, before any work."""
+    wd = base.workdir()
+    base.copy("sir", wd, "h.h5")
+    if case == "name longer than NAME_MAX":
+        argv = ["graph", "e.txt", "--undirected", "--quiet", "--out", "x" * 300 + ".h5"]
+        base.copy("edges", wd, "e.txt")
+    elif case == "path longer than PATH_MAX":
+        argv = ["simulate", "h.h5", "--model", "si", "--T", "2", "--n0", "1", "--backend", "cpu", "--quiet",
+                "--out", "a/" * 2100 + "o.h5"]
+    elif case == "empty (score)":  # '' is not "no --out": it must not silently write nothing
+        base.copy("pred-sir", wd, "p.h5")
+        argv = ["score", "h.h5", "p.h5", "--quiet", "--out", ""]
+    else:  # without --quiet: progress lines, then a late error about '.'
+        argv = ["reconstruct", "h.h5", "--method", "battus-z", "--backend", "cpu", "--out", ""]
+    run_checked(worker, wd, argv, must_fail=f"--out {case}", names=("--out",))
+
+
+def test_fit_grid_at_its_documented_maximum_ends(worker: CliWorker, base: Base) -> None:
+    """--grid-points 10000 (the parser's maximum) on 8 vertices and T=4: 10**8 candidates, hours of CPU.
+
+    A grid the parser accepts must end in reasonable time or be refused up front (exit 2 naming the
+    option), like an absurd T; 3000 points already take minutes here.
+    """
+    wd = base.workdir()
+    base.copy("sir", wd, "h.h5")
+    saved, worker.timeout = worker.timeout, 10.0
+    try:
+        run_checked(worker, wd, ["reconstruct", "h.h5", "--out", "o.h5", "--method", "battus", "--grid-points",
+                                 "10000", "--backend", "cpu", "--quiet"], out="o.h5", names=("--grid-points",))
+    finally:
+        worker.timeout = saved
+
+
+def test_info_escapes_control_characters(worker: CliWorker, base: Base) -> None:
+    """`battus info` prints a file's attributes and names: a hostile file must not drive the terminal."""
+    wd = base.workdir()
+    base.copy("sir", wd, "h.h5")
+    with h5py.File(wd / "h.h5", "r+") as fh:
+        fh.attrs["name"] = "\x1b]0;pwned\x07\x1b[2J"
+        fh.attrs["\x1b[31mred"] = 1
+        fh["\x1b[2Jx"] = np.arange(2)
+    res = run_checked(worker, wd, ["info", "h.h5"], names=("h.h5",))
+    raw = [line for line in res.stdout.split("\n") if CONTROL.search(line)]
+    assert not raw, f"raw control characters on stdout {raw!r}: " + res.describe()
