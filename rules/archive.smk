@@ -1,13 +1,29 @@
-"""Stage 4: one tarball with config, results, report, environment, logs and a sha256 manifest."""
+"""Stage 4: the artifact behind a paper, one tarball that reruns.
+
+Code at the exact commit (git archive HEAD), the config used, the results, the
+downloads they came from, a report rebuilt from those results, `pip freeze`,
+the commit and a sha256 manifest of every file (workflow_scripts/archive.py).
+"""
 
 
 localrules:
     archive,
 
 
+# the downloads this configuration reads (edge lists and imported exports)
+ARCHIVE_DOWNLOADS = [
+    downloaded(k)
+    for k in dict.fromkeys(
+        [PLAN.graphs[g]["download"] for g in PLAN.edgelist_graphs()]
+        + [DATASETS[d]["import"] for d in PLAN.imported()]
+    )
+]
+
+
 rule archive:
     input:
         report_targets(),
+        ARCHIVE_DOWNLOADS,
     output:
         f"{OUT}/archive/{config['name']}.tar.gz",
     log:
@@ -15,7 +31,10 @@ rule archive:
     conda:
         "../envs/battus.yaml"
     params:
-        include=archive_paths(),
+        results=[p for p in archive_paths() if p.startswith(f"{OUT}/")],
+        downloads=ARCHIVE_DOWNLOADS,
         exclude=[f"{OUT}/archive"],
+        configfiles=[str(p) for p in workflow.overwrite_configfiles],
+        basedir=workflow.basedir,
     script:
         "../workflow_scripts/archive.py"

@@ -293,6 +293,51 @@ def test_example_edge_list_is_cleaned_by_the_snap_rule(tmp_path):
     assert "n=1500 " in log
 
 
+@pytest.mark.slow
+def test_archive_reruns_in_a_fresh_folder(tmp_path):
+    """The archive holds the code at the commit, the config used, results, downloads, a rebuilt
+    report, pip freeze and a manifest; unpacked elsewhere, the manifest verifies, `snakemake -n`
+    has nothing to do and the report rebuilds."""
+    import hashlib
+    import tarfile
+
+    work = tmp_path / "run"
+    work.mkdir()
+    experiments = {"datasets": {"datasets": ["ba-si", "ba-sir"]},
+                   "canonical": {"si": ["ba-si"], "sir": ["ba-sir"], "methods": [["battus-z", "default"]]}}
+    config = tiny_config(tmp_path, experiments=experiments)
+    snakemake(work, "all", "archive", "--configfile", str(config), timeout=600)
+    packed = work / "results/archive/battus-tiny.tar.gz"
+    fresh = tmp_path / "fresh"
+    with tarfile.open(packed) as tar:
+        tar.extractall(fresh, filter="data")
+    root = fresh / "battus-tiny"
+    lines = (root / "MANIFEST.sha256").read_text().splitlines()
+    listed = {}
+    for line in lines:
+        digest, name = line.split("  ", 1)
+        listed[name] = digest
+        assert hashlib.sha256((root / name).read_bytes()).hexdigest() == digest, name
+    on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    assert on_disk - set(listed) == {"MANIFEST.sha256"}
+    for name in ("Snakefile", "rules/archive.smk", "workflow_scripts/archive.py", "src/battus/__init__.py",
+                 "envs/battus.yaml", "pyproject.toml", "README.md", "config-used.yaml", "report.html",
+                 "environment/pip-freeze.txt", "results/ba-si/battus-z/default/score.json",
+                 "results/report/tables/canonical_quality.csv"):
+        assert name in listed, name
+    record = json.loads((root / "ARCHIVE.json").read_text())
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:
+        assert record["commit"] == head.stdout.strip() and isinstance(record["dirty"], bool)
+    assert (root / "config-used.yaml").read_bytes() == config.read_bytes()
+    cmd = [SNAKEMAKE, "-s", str(root / "Snakefile"), "-d", str(root), "--cores", "1", "--nocolor",
+           "--configfile", str(root / "config-used.yaml")]
+    proc = subprocess.run(cmd + ["--dry-run"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+    proc = subprocess.run(cmd + ["--report", "rebuilt.html"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and (root / "rebuilt.html").stat().st_size > 10_000, proc.stderr[-3000:]
+
+
 # ---------------------------------------------------------------------------
 # (f) the paper check on the CI run's table (when CI has produced it)
 

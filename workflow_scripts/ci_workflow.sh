@@ -13,8 +13,23 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "default workflow end to end (offline, CPU)"
 snakemake --cores "$CORES"
-step "HTML report of the default run"
-snakemake --report results/report/report.html
+step "HTML and zip reports of the default run, from a venv made exactly as the README's first command"
+# the README's setup installs only the `workflow` extra: the report must build with that alone
+# (here, not .venv: CI's .venv also has the test and cuda extras)
+README_VENV="${README_VENV:-build/venv-readme}"  # build/ is git-ignored
+python3 -m venv "$README_VENV" && "$README_VENV/bin/pip" install -q -e ".[workflow]"
+"$README_VENV/bin/snakemake" --report results/report/report.html
+"$README_VENV/bin/snakemake" --report results/report/report.zip
+python3 - <<'PY'
+import zipfile
+from pathlib import Path
+html = Path("results/report/report.html")
+assert html.stat().st_size > 100_000, f"{html}: {html.stat().st_size} bytes"
+with zipfile.ZipFile("results/report/report.zip") as z:
+    names = z.namelist()
+    assert z.testzip() is None and any(n.endswith("report.html") for n in names), names[:5]
+print(f"report.html {html.stat().st_size} bytes; report.zip {len(names)} files")
+PY
 step "lint and format"
 snakemake --lint
 snakefmt --check Snakefile rules
