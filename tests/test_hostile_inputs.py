@@ -259,7 +259,7 @@ def test_unsigned_values_beyond_int64_are_not_wrapped(tmp_path, toy, capsys, nam
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n0,why", [(0, "infections are observed"), (-2, "n0 must lie"), (41, "n0 must lie")])
+@pytest.mark.parametrize("n0,why", [(0, "holds infections"), (-2, "n0 must lie"), (41, "n0 must lie")])
 def test_impossible_n0_is_refused(tmp_path, toy, capsys, n0, why):
     bad = _edit(toy["hist"], lambda fh: fh.attrs.__setitem__("n0", n0))
     out = tmp_path / "p.h5"

@@ -236,7 +236,7 @@ def cmd_info(args: argparse.Namespace) -> None:
             if isinstance(exc, InputError):
                 raise
             raise InputError(path, "file", f"unreadable HDF5 structure ({type(exc).__name__}: {exc})") from None
-    print("\n".join(lines))
+    print("\n".join(printable(line) for line in lines))  # names and values come from the file
 
 
 class _Parser(argparse.ArgumentParser):
@@ -327,14 +327,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="project hitting times onto the observed frames (default: yes)")
     p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
                    help="graph-causal repair after decoding (Battus-C; default: no)")
-    p.add_argument("--grid-points", type=_integer(2, 10_000), default=24,
+    p.add_argument("--grid-points", type=_integer(2, 200), default=24,
                    help="fit: coarse grid points per rate (default: 24)")
-    p.add_argument("--refine-points", type=_integer(2, 10_000), default=7,
+    p.add_argument("--refine-points", type=_integer(2, 50), default=7,
                    help="fit: points per rate per refinement (default: 7)")
-    p.add_argument("--refine-rounds", type=_integer(0, 1_000), default=4, help="fit: refinement rounds (default: 4)")
+    p.add_argument("--refine-rounds", type=_integer(0, 20), default=4, help="fit: refinement rounds (default: 4)")
     p.add_argument("--rate-lower", type=_rate, default=1e-4, help="fit: lower rate bound (default: 1e-4)")
     p.add_argument("--rate-upper", type=_rate, default=0.5, help="fit: upper rate bound (default: 0.5)")
-    p.add_argument("--candidate-chunk", type=_integer(1, 65_536), default=64,
+    p.add_argument("--candidate-chunk", type=_integer(1, 4096), default=64,
                    help="fit: candidates per batched pass (default: 64)")
     _add_schedule(p, default=None)
     p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
@@ -373,7 +373,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     from .files import check_output
 
     out = getattr(args, "out", None)
-    if out:
+    if out is not None:  # '' is an error, not "no output"
         check_output(out, [getattr(args, name) for name in args.inputs], option="--out")
 
 

@@ -71,9 +71,13 @@ def check_output(path: str | Path, inputs: Iterable[str | Path | None] = (), opt
     path, symlink or hard link), an existing directory, lies under a file, or
     in a folder this process cannot write.
     """
+    if str(path) == "":
+        raise InputError("''", option, "an empty path names no file")
     path = Path(path)
     if "\0" in str(path):
         raise InputError(repr(str(path)), option, "a path cannot hold a NUL byte")
+    if len(os.fsencode(path.name)) > 255 or len(os.fsencode(os.path.abspath(path))) >= 4096:
+        raise InputError(path, option, "the name or path is longer than the file system allows")
     for source in inputs:
         if source is not None and same_file(path, source):
             raise InputError(path, option, f"is the same file as the input {source}; inputs are never overwritten")

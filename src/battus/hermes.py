@@ -13,7 +13,7 @@ import io
 import math
 import pickle
 import pickletools
-import warnings
+import re
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -284,6 +284,36 @@ def _pt_int(value, path: Path, key: str) -> int:
     return int(value)
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _retweet_rows(path: Path) -> np.ndarray:
+    """Rows ``from,to,unix_time`` as an (R, 3) int64 array, parsed strictly line by line.
+
+    Not ``numpy.loadtxt``: it crashes the process (SIGSEGV) on some characters of the high
+    Unicode planes. ASCII digits only (Python's ``int`` would accept other scripts' digits).
+    """
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, "rows", f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(path, "file", f"unreadable ({exc.strerror or exc})") from None
+    values: list[int] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != 3:
+            raise InputError(path, "rows", f"line {number}: expected 3 columns from,to,unix_time, got {len(fields)}")
+        for field in fields:
+            if not _INTEGER.fullmatch(field) or not -(2**63) <= int(field) < 2**63:
+                raise InputError(path, "rows", f"line {number}: {field[:40]!r} is not a 64-bit integer")
+            values.append(int(field))
+    return np.asarray(values, dtype=np.int64).reshape(-1, 3)
+
+
 def pol_from_retweets(path: str | Path, T: int = 40) -> Canonical:
     """Rebuild Pol-SI from ``rt-pol.txt`` (rows ``from,to,unix_time``) as DITTO does.
 
@@ -296,16 +326,9 @@ def pol_from_retweets(path: str | Path, T: int = 40) -> Canonical:
     if isinstance(T, bool) or not isinstance(T, int) or T < 1:
         raise InputError("--pol-T", "T", f"the horizon must be an integer >= 1, got {T!r}")
     require_file(path, "rt-pol.txt")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": reported below
-            rows = np.loadtxt(path, delimiter=",", dtype=np.int64, ndmin=2)
-    except (ValueError, OverflowError, UnicodeError) as exc:
-        raise InputError(path, "rows", f"expected integer rows from,to,unix_time ({exc})") from None
+    rows = _retweet_rows(path)
     if rows.shape[0] == 0:
         raise InputError(path, "rows", "no rows (the file is empty or only comments)")
-    if rows.shape[1] != 3:
-        raise InputError(path, "rows", f"expected 3 columns from,to,unix_time, got {rows.shape[1]}")
     require(history_bytes(rows.shape[0] * 2, T), "--pol-T", "T", f"T={T} frames of up to {2 * rows.shape[0]} vertices")
     src, dst, when = rows[:, 0], rows[:, 1], rows[:, 2]
     day = np.array([math.ceil((int(t) - int(when.min()) + 1) / 86400) for t in when], dtype=np.int64)

@@ -113,6 +113,27 @@ def check_states(states: np.ndarray, source: str, field_name: str, model: str) -
         raise InputError(source, field_name, f"states must lie in 0..{top} for model {model}")
 
 
+def _check_initial_infections(n0: int, times: np.ndarray, states: np.ndarray, source: str, field_name: str) -> None:
+    """What n0 implies: frame 0 holds exactly n0 infected and no recovered vertex; those n0 are never S
+    again, so every frame holds at least n0 vertices that are not S; with n0 = 0 nothing is ever infected."""
+    not_s = np.count_nonzero(states != 0, axis=1)
+    if n0 == 0 and np.any(not_s):
+        raise InputError(source, "n0", f"n0 = 0 but {field_name} holds infections; with no initial infection "
+                                       "no vertex can ever be infected")
+    if times.size and times[0] == 0:
+        first = states[0]
+        recovered, infected = int(np.count_nonzero(first == 2)), int(np.count_nonzero(first == 1))
+        if recovered:
+            raise InputError(source, field_name, f"{recovered} vertices are R at frame 0, before any step")
+        if infected != n0:
+            raise InputError(source, "n0", f"n0 = {n0} but {field_name} holds {infected} infected vertices at frame 0")
+    short = np.flatnonzero(not_s < n0)
+    if short.size:
+        t, k = int(times[short[0]]), int(not_s[short[0]])
+        raise InputError(source, "n0", f"n0 = {n0} but only {k} vertices are infected or recovered at frame {t} "
+                                       f"({field_name}); the initially infected never become S again")
+
+
 def check_problem(problem: Problem, source: str) -> None:
     g = problem.graph
     if problem.model not in MODELS:
@@ -148,9 +169,7 @@ def check_problem(problem: Problem, source: str) -> None:
     check_states(obs.states, source, "observations/states", problem.model)
     if np.any(np.diff(obs.states.astype(np.int8), axis=0) < 0):
         raise InputError(source, "observations/states", "observed states go backwards in time")
-    if problem.n0 == 0 and np.any(obs.states != 0):
-        raise InputError(source, "n0", "n0 = 0 but infections are observed; with no initial infection "
-                                       "no vertex can ever be infected")
+    _check_initial_infections(problem.n0, times, obs.states, source, "observations/states")
     if problem.truth is not None:
         tr = problem.truth
         if tr.shape != (problem.T + 1, g.n):
@@ -158,6 +177,7 @@ def check_problem(problem: Problem, source: str) -> None:
         check_states(tr, source, "truth", problem.model)
         if np.any(np.diff(tr.astype(np.int8), axis=0) < 0):
             raise InputError(source, "truth", "true states are not monotone in time")
+        _check_initial_infections(problem.n0, np.arange(problem.T + 1), tr, source, "truth")
         if not np.array_equal(tr[times], obs.states):
             raise InputError(source, "observations/states", "observed frames differ from the truth")
 

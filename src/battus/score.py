@@ -72,6 +72,8 @@ def unobserved_score(truth: np.ndarray, pred: np.ndarray, model: str, obs_times:
     """Scores with every observed frame dropped from truth and prediction."""
     T = truth.shape[0] - 1
     keep = np.setdiff1d(np.arange(T + 1), np.asarray(obs_times))
+    if keep.size == 0:  # every frame was observed: nothing is left to score (JSON null)
+        return {"f1": None, "nrmse": None}
     return {"f1": macro_f1(truth[keep].T, pred[keep].T), "nrmse": nrmse(truth, pred, model, frames=keep)}
 
 
