@@ -215,7 +215,7 @@ def _json_default(obj):
 def cmd_info(args: argparse.Namespace) -> None:
     import h5py
 
-    from .io import describe_attr, open_hdf5
+    from .io import H5_ERRORS, describe_attr, open_hdf5, unreadable
 
     path = Path(args.file)
     lines: list[str] = []
@@ -232,10 +232,8 @@ def cmd_info(args: argparse.Namespace) -> None:
                     lines.append(f"  /{name}: {obj.dtype} {obj.shape}")
 
             fh.visititems(show)  # hard links only: soft and external links are not followed
-        except (OSError, KeyError, RuntimeError, TypeError, ValueError) as exc:
-            if isinstance(exc, InputError):
-                raise
-            raise InputError(path, "file", f"unreadable HDF5 structure ({type(exc).__name__}: {exc})") from None
+        except H5_ERRORS as exc:  # the same conversion as the readers'
+            raise unreadable(path, "file", exc) from None
     print("\n".join(printable(line) for line in lines))  # names and values come from the file
 
 

@@ -165,10 +165,10 @@ def open_hdf5(path: str | Path) -> h5py.File:
 
 # Anything h5py raises while walking a damaged or hostile file (dangling links,
 # unsupported types, corrupt B-trees) is bad input, not a bug of ours.
-_H5_ERRORS = (OSError, KeyError, RuntimeError, TypeError, ValueError, AttributeError)
+H5_ERRORS = (OSError, KeyError, RuntimeError, TypeError, ValueError, AttributeError)
 
 
-def _fail_unreadable(source, field: str, exc: Exception) -> InputError:
+def unreadable(source, field: str, exc: Exception) -> InputError:
     if isinstance(exc, InputError):
         return exc
     return InputError(source, field, f"unreadable ({type(exc).__name__}: {exc})")
@@ -180,8 +180,8 @@ def _raw_attr(obj, name: str, source, label: str):
         if name not in obj.attrs:
             return None
         return obj.attrs[name]
-    except _H5_ERRORS as exc:
-        raise _fail_unreadable(source, label, exc) from None
+    except H5_ERRORS as exc:
+        raise unreadable(source, label, exc) from None
 
 
 def _as_scalar(value):
@@ -267,7 +267,7 @@ def describe_attr(obj, name: str) -> str:
     """An attribute as text for ``battus info``, whatever its type ('<unreadable>' when h5py cannot)."""
     try:
         value = _as_scalar(obj.attrs[name])
-    except _H5_ERRORS:
+    except H5_ERRORS:
         return "<unreadable>"
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
@@ -286,16 +286,16 @@ def _dataset(fh: h5py.File, name: str) -> h5py.Dataset | None:
         where = "/".join(parts[: depth + 1])
         try:
             link = node.get(part, getlink=True)
-        except _H5_ERRORS as exc:
-            raise _fail_unreadable(fh.filename, where, exc) from None
+        except H5_ERRORS as exc:
+            raise unreadable(fh.filename, where, exc) from None
         if link is None:
             return None
         if not isinstance(link, h5py.HardLink):
             raise InputError(fh.filename, where, f"is a {type(link).__name__}, not stored in this file")
         try:
             node = node[part]
-        except _H5_ERRORS as exc:
-            raise _fail_unreadable(fh.filename, where, exc) from None
+        except H5_ERRORS as exc:
+            raise unreadable(fh.filename, where, exc) from None
         last = depth == len(parts) - 1
         if not last and not isinstance(node, h5py.Group):
             raise InputError(fh.filename, where, "expected a group")
@@ -303,8 +303,8 @@ def _dataset(fh: h5py.File, name: str) -> h5py.Dataset | None:
             raise InputError(fh.filename, where, "expected a dataset, found a group")
     try:
         outside = node.is_virtual or node.external is not None
-    except _H5_ERRORS as exc:
-        raise _fail_unreadable(fh.filename, name, exc) from None
+    except H5_ERRORS as exc:
+        raise unreadable(fh.filename, name, exc) from None
     if outside:
         raise InputError(fh.filename, name, "data stored outside this file (virtual or external dataset)")
     return node
@@ -323,8 +323,8 @@ def _read(fh: h5py.File, name: str, *, kinds: str = "uib", ndim: int | None = No
         raise InputError(fh.filename, name, "missing")
     try:
         found, shape = ds.dtype, tuple(int(x) for x in ds.shape)
-    except _H5_ERRORS as exc:
-        raise _fail_unreadable(fh.filename, name, exc) from None
+    except H5_ERRORS as exc:
+        raise unreadable(fh.filename, name, exc) from None
     if found.kind not in kinds:
         raise InputError(fh.filename, name, f"expected {_KIND_NAMES.get(kinds, kinds)}, got {found}")
     if ndim is not None and len(shape) != ndim:
@@ -334,8 +334,8 @@ def _read(fh: h5py.File, name: str, *, kinds: str = "uib", ndim: int | None = No
         raise InputError(fh.filename, name, f"declares shape {shape}, which needs {format_bytes(needed)}")
     try:
         data = np.asarray(ds[()])
-    except _H5_ERRORS as exc:  # truncated file, checksum mismatch, unsupported filter
-        raise _fail_unreadable(fh.filename, name, exc) from None
+    except H5_ERRORS as exc:  # truncated file, checksum mismatch, unsupported filter
+        raise unreadable(fh.filename, name, exc) from None
     if dtype is not None:
         data = _narrow(data, np.dtype(dtype), fh.filename, name)
     return data
@@ -406,8 +406,8 @@ def read_graph(path: str | Path) -> Graph:
     with _open(path, (GRAPH_FORMAT, HISTORY_FORMAT)) as fh:
         try:
             return _read_graph(fh)
-        except _H5_ERRORS as exc:
-            raise _fail_unreadable(path, "graph", exc) from None
+        except H5_ERRORS as exc:
+            raise unreadable(path, "graph", exc) from None
 
 
 def write_history(path: str | Path, problem: Problem, prov: dict | None = None) -> None:
@@ -446,8 +446,8 @@ def read_history(path: str | Path, require_truth: bool = False) -> Problem:
                 raise InputError(path, "truth", "scoring needs the true history, which this file lacks")
             prov = _json_attr(fh, "provenance", path)
             name = _text_attr(fh, "name", path, default=Path(path).stem)
-        except _H5_ERRORS as exc:
-            raise _fail_unreadable(path, "file", exc) from None
+        except H5_ERRORS as exc:
+            raise unreadable(path, "file", exc) from None
     problem = Problem(
         graph=graph, model=model, T=T, n0=n0,
         observations=Observations(times=times, states=states),
@@ -531,6 +531,6 @@ def read_prediction(path: str | Path, model: str | None = None) -> dict:
                     value = _as_scalar(_raw_attr(fh, key, path, f"@{key}"))
                     if isinstance(value, bool | int | float | str):
                         record[key] = value
-        except _H5_ERRORS as exc:
-            raise _fail_unreadable(path, "file", exc) from None
+        except H5_ERRORS as exc:
+            raise unreadable(path, "file", exc) from None
     return record

@@ -8,6 +8,7 @@ machine's memory, instead of dying in the allocator.
 
 from __future__ import annotations
 
+import functools
 import os
 
 from .errors import InputError
@@ -25,6 +26,7 @@ def format_bytes(count: float) -> str:
     raise AssertionError("unreachable")
 
 
+@functools.cache  # read once: every dataset read and tensor rebuild asks
 def available_bytes() -> int:
     """Physical memory, or the cgroup limit when one is set and lower."""
     try:
