@@ -68,6 +68,13 @@ def test_round_trip(tmp_path, history, capsys):
     result = json.loads(score.read_text())
     assert 0 < result["hermes"]["f1"] <= 1 and result["unobserved"]["nrmse"] >= 0
     assert result["causal"]["truth"]["violations"] == 0  # simulated histories are feasible
+    # with --out: one summary line on stderr, not the whole JSON
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    assert f"F1 {result['hermes']['f1']:.4f}" in err and str(score) in err
+    # without --out the JSON itself is the output
+    assert main(["score", str(history), str(pred)]) == 0
+    assert json.loads(capsys.readouterr().out)["hermes"] == result["hermes"]
 
 
 def test_reconstruction_never_reads_the_truth(tmp_path, history):

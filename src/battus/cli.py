@@ -196,10 +196,24 @@ def cmd_score(args: argparse.Namespace) -> None:
     result = {**score_prediction(problem, prediction, str(args.prediction)),
               "prediction": str(args.prediction), "history": str(args.history)}
     text = json.dumps(result, indent=2, default=_json_default)
-    if args.out:
-        with atomic_path(args.out) as tmp:
-            tmp.write_text(text + "\n")
-    print(text)
+    if not args.out:
+        print(text)
+        return
+    with atomic_path(args.out) as tmp:
+        tmp.write_text(text + "\n")
+    _say(args.quiet)(score_summary(result) + f" -> {args.out}")
+
+
+def score_summary(result: dict) -> str:
+    """One line of a score record: what `battus score --out` prints instead of the whole JSON."""
+
+    def number(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.4f}"
+
+    hermes, unobserved, causal = result["hermes"], result["unobserved"], result["causal"]["prediction"]
+    return (f"{printable(str(result['dataset']))}: F1 {number(hermes['f1'])} NRMSE {number(hermes['nrmse'])}; "
+            f"unobserved F1 {number(unobserved['f1'])} NRMSE {number(unobserved['nrmse'])}; "
+            f"causal violations {causal['violations']}/{causal['events']}")
 
 
 def _json_default(obj):
@@ -283,8 +297,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_graph, inputs=("input",))
 
     p = sub.add_parser("simulate", help="simulate an SI/SIR history on a graph file",
-                       description="Synchronous discrete-time SI/SIR (the paper's Eq. 2) with exactly "
-                                   "n0 uniform initial infections; bit-identical for a seed.")
+                       description="Synchronous discrete-time SI/SIR with exactly n0 uniform initial "
+                                   "infections; bit-identical for a seed. By default a vertex infected in a "
+                                   "step recovers at the earliest in the next step, as in the benchmark's "
+                                   "histories; --same-step-recovery gives the paper's Eq. 2 kernel exactly.")
     p.add_argument("graph", help="graph file (from `battus graph`) or a history file")
     p.add_argument("--out", required=True, help="history file to write (.h5)")
     p.add_argument("--model", required=True, choices=["si", "sir"], help="diffusion model")
@@ -295,8 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_SEED, default=123456789,
                    help="random seed, 0 <= seed < 2**64 (default: 123456789)")
     p.add_argument("--same-step-recovery", action="store_true",
-                   help="let a vertex infected in a step recover in that same step (the Eq. 2 process); "
-                        "off by default, as in the benchmark's and the paper's generated histories")
+                   help="let a vertex infected in a step recover in that same step, as the paper's "
+                        "Eq. 2 kernel allows (default: off, as in the benchmark's histories)")
     p.add_argument("--backend", default="cpu", choices=["auto", "cpu", "cuda"], help="where to simulate")
     p.add_argument("--name", help="dataset name stored in the file")
     _add_schedule(p)
@@ -341,13 +357,13 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(func=cmd_reconstruct, inputs=("history",))
 
-    p = sub.add_parser("score", help="score a prediction against the truth (prints and writes JSON)",
+    p = sub.add_parser("score", help="score a prediction against the truth (JSON on stdout, or to --out with a one-line summary)",
                        description="HERMES-compatible F1/NRMSE (final frame pinned), unobserved-only "
                                    "F1/NRMSE (observed frames dropped), and causal-violation rates of "
                                    "the prediction and the truth (Eq. 8).")
     p.add_argument("history", help="history file with the truth")
     p.add_argument("prediction", help="prediction file from `battus reconstruct`")
-    p.add_argument("--out", help="JSON file to write (default: print only)")
+    p.add_argument("--out", help="JSON file to write; then only a one-line summary is printed (default: print the JSON)")
     common(p)
     p.set_defaults(func=cmd_score, inputs=("history", "prediction"))
 
