@@ -252,3 +252,27 @@ def test_graph_command_rejects_a_malformed_edge_list(tmp_path, capsys):
     bad.write_text("# comment\n1 2\n3 x\n")
     fails_cleanly(capsys, ["graph", str(bad), "--directed", "--out", str(tmp_path / "g.h5")], tmp_path / "g.h5",
                   "bad.txt")
+
+
+def test_repeats_record_the_median_and_every_run(tmp_path, history):
+    """--repeats times the algorithm several times after warm-up: same history, median recorded."""
+    import json
+    import statistics
+
+    once, thrice = tmp_path / "once.h5", tmp_path / "thrice.h5"
+    common = [str(history), "--method", "battus", "--backend", "cpu", "--quiet", "--grid-points", "4",
+              "--refine-rounds", "1"]
+    assert main(["reconstruct", *common, "--out", str(once)]) == 0
+    assert main(["reconstruct", *common, "--out", str(thrice), "--repeats", "3", "--repeat-seconds", "60"]) == 0
+    a, b = read_prediction(once), read_prediction(thrice)
+    assert np.array_equal(a["states"], b["states"]) and (a["beta_i"], a["beta_r"]) == (b["beta_i"], b["beta_r"])
+    runs = json.loads(b["algorithm_seconds_runs"])
+    assert len(runs) == 3 and b["algorithm_seconds"] == statistics.median(runs)
+    assert "algorithm_seconds_runs" not in a and a["warmup_seconds"] >= 0
+    # the budget stops repeating: a zero budget gives one run
+    budget = tmp_path / "budget.h5"
+    assert main(["reconstruct", *common, "--out", str(budget), "--repeats", "5", "--repeat-seconds", "0"]) == 0
+    assert len(json.loads(read_prediction(budget)["algorithm_seconds_runs"])) == 1
+    score = tmp_path / "s.json"
+    assert main(["score", str(history), str(thrice), "--out", str(score), "--quiet"]) == 0
+    assert json.loads(score.read_text())["algorithm_seconds_runs"] == runs

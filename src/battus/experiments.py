@@ -66,6 +66,7 @@ class Plan:
         self.backend = config["backend"]
         self.large_threads = config["large_threads"]
         self.fit = config["fit"]
+        self.timing = config["timing"]
         self.downloads = config["downloads"]
         self.graphs = dict(config["graphs"])
         self.experiments = copy.deepcopy(config["experiments"])
@@ -205,6 +206,8 @@ class Plan:
         options["schedule"] = overrides.get("schedule")
         options["backend"] = self.backend
         options["method"] = method
+        options["repeats"] = self.timing["repeats"]
+        options["repeat_seconds"] = self.timing["repeat_seconds"]
         return dict(sorted(options.items()))
 
     def run_label(self, method: str, variant: str) -> str:
@@ -302,7 +305,11 @@ class Plan:
         return paper.get("n", 1_000_000), arcs, T
 
     def uses_gpu(self, dataset: str) -> bool:
-        return bool(self.datasets[dataset]["large"]) and self.backend != "cpu"
+        """Whether its reconstructions run on a GPU (and so ask for one): every one with
+        backend cuda, those of `large` datasets with backend auto."""
+        if self.backend == "cuda":
+            return True
+        return bool(self.datasets[dataset]["large"]) and self.backend == "auto"
 
     def threads(self, dataset: str) -> int:
         return self.large_threads if self.datasets[dataset]["large"] else 1

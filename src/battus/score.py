@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 
 from .causal import certify_violations
@@ -125,6 +128,28 @@ def score_all(problem, states: np.ndarray) -> dict:
     }
 
 
+def _timing(prediction: dict, source: str) -> dict:
+    """The warm-up and every timed run of a prediction, when it records them (a prediction may
+    come from any method, so both are optional; they are checked like any input)."""
+    timing = {}
+    warmup = prediction.get("warmup_seconds")
+    if warmup is not None:
+        if isinstance(warmup, bool) or not isinstance(warmup, int | float) or not 0 <= warmup < math.inf:
+            raise InputError(source, "@warmup_seconds", "expected a finite number of seconds >= 0")
+        timing["warmup_seconds"] = float(warmup)
+    runs = prediction.get("algorithm_seconds_runs")
+    if runs is not None:
+        try:
+            runs = json.loads(runs) if isinstance(runs, str) else runs
+        except ValueError:
+            runs = None
+        if (not isinstance(runs, list) or not 0 < len(runs) <= 100 or not all(
+                isinstance(x, int | float) and not isinstance(x, bool) and 0 <= x < math.inf for x in runs)):
+            raise InputError(source, "@algorithm_seconds_runs", "expected a list of 1 to 100 finite times >= 0")
+        timing["algorithm_seconds_runs"] = [float(x) for x in runs]
+    return timing
+
+
 def score_prediction(problem, prediction: dict, source: str) -> dict:
     """Score a prediction record (from :func:`battus.io.read_prediction`) against ``problem``'s truth.
 
@@ -153,6 +178,7 @@ def score_prediction(problem, prediction: dict, source: str) -> dict:
         "backend": prediction.get("backend"),
         "device": prediction.get("device"),
         "algorithm_seconds": prediction["algorithm_seconds"],
+        **_timing(prediction, source),
         "beta_i": prediction["beta_i"],
         "beta_r": prediction["beta_r"],
         "params": prediction["params"],
