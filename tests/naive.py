@@ -291,3 +291,22 @@ def naive_simulate(graph: Graph, model: str, T: int, n0: int, beta_i: float, bet
                     uniform_py(seed, STREAM_RECOVERY, t, u) < beta_r
                 states[t + 1, u] = 2 if (s == 2 or recovers) else (1 if infected else 0)
     return states
+
+
+def naive_ditto_nrmse(truth: np.ndarray, pred: np.ndarray, model: str) -> float:
+    """NRMSE as DITTO's evaluation code computes it (q-rz/KDD23-DITTO, inc/test.py, test_nrmse),
+    restated vertex by vertex: the final frame is pinned to the truth, hitting times are the first
+    frame in each state (T + 1 when never), and the I and R errors are averaged only for SIR."""
+    T = truth.shape[0] - 1
+    pred = np.vstack([pred[:T], truth[T:]])
+
+    def hitting(states, level):
+        return [next((t for t in range(T + 1) if states[t, u] == level), T + 1) for u in range(states.shape[1])]
+
+    def mse(a, b):
+        return sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) / len(a)
+
+    error = mse(hitting(truth, 1), hitting(pred, 1))
+    if model == "sir":
+        error = (error + mse(hitting(truth, 2), hitting(pred, 2))) / 2
+    return error**0.5 / (T + 1)
