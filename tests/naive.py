@@ -310,3 +310,26 @@ def naive_ditto_nrmse(truth: np.ndarray, pred: np.ndarray, model: str) -> float:
     if model == "sir":
         error = (error + mse(hitting(truth, 2), hitting(pred, 2))) / 2
     return error**0.5 / (T + 1)
+
+
+def naive_upstream_distance(graph: Graph, targets: np.ndarray, limit: int) -> np.ndarray:
+    """Fewest arcs from each vertex to a target, one breadth-first search per vertex along its out-arcs."""
+    from collections import deque
+
+    src, dst = graph.arcs()
+    out = [[] for _ in range(graph.n)]
+    for u, v in zip(src.tolist(), dst.tolist(), strict=True):
+        out[u].append(v)
+    dist = np.full(graph.n, limit + 1, dtype=np.int64)
+    for start in range(graph.n):
+        seen, queue = {start: 0}, deque([start])
+        while queue:
+            u = queue.popleft()
+            if targets[u]:
+                dist[start] = min(seen[u], limit + 1)
+                break
+            for v in out[u]:
+                if v not in seen:
+                    seen[v] = seen[u] + 1
+                    queue.append(v)
+    return dist

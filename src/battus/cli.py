@@ -201,6 +201,20 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
         f"rates=({recon.beta_i:.4g}, {recon.beta_r:.4g}) -> {args.out}")
 
 
+def cmd_baseline(args: argparse.Namespace) -> None:
+    from .baselines import baseline
+    from .io import read_history, write_prediction
+    from .memory import history_bytes, require
+
+    problem = read_history(args.history, require_truth=args.method == "truth")
+    require(3 * history_bytes(problem.n, problem.T), args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
+    recon = baseline(problem, args.method, seed=args.seed)
+    write_prediction(args.out, recon, problem, args.history,
+                     extra={"observed_times": problem.observations.times.tolist()})
+    _say(args.quiet)(f"{args.method} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "
+                     f"-> {args.out}")
+
+
 def cmd_score(args: argparse.Namespace) -> None:
     from .io import atomic_path, read_history, read_prediction
     from .score import score_prediction
@@ -375,6 +389,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop repeating once the runs have taken this long (default: 60)")
     common(p)
     p.set_defaults(func=cmd_reconstruct, inputs=("history",))
+
+    p = sub.add_parser("baseline", help="write a control's or baseline's prediction",
+                       description="The yardsticks scored beside every method: truth (positive control; "
+                                   "the only one reading the truth), random (negative control: a random "
+                                   "monotone history consistent with the observations), observed-copy "
+                                   "(states copied back from the observations) and graph-distance "
+                                   "(hitting times from arc distances to the region not yet infected).")
+    p.add_argument("history", help="history file (graph, model, T, n0, observations; truth for `truth`)")
+    p.add_argument("--out", required=True, help="prediction file to write (.h5)")
+    p.add_argument("--method", required=True, choices=["truth", "random", "observed-copy", "graph-distance"],
+                   help="which control or baseline")
+    p.add_argument("--seed", type=_SEED, default=0, help="seed of the random control (default: 0)")
+    common(p)
+    p.set_defaults(func=cmd_baseline, inputs=("history",))
 
     p = sub.add_parser("score", help="score a prediction against the truth (JSON on stdout, or to --out)",
                        description="HERMES-compatible F1/NRMSE (final frame pinned), unobserved-only "

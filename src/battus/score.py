@@ -196,8 +196,9 @@ def score_prediction(problem, prediction: dict, source: str) -> dict:
         "device": prediction.get("device"),
         "algorithm_seconds": prediction["algorithm_seconds"],
         **_timing(prediction, source),
-        "beta_i": prediction["beta_i"],
-        "beta_r": prediction["beta_r"],
+        # methods without rates (controls, baselines, plug-ins) record NaN: JSON null here
+        "beta_i": prediction["beta_i"] if math.isfinite(prediction["beta_i"]) else None,
+        "beta_r": prediction["beta_r"] if math.isfinite(prediction["beta_r"]) else None,
         "params": prediction["params"],
         **score_all(problem, states),
     }
