@@ -215,6 +215,24 @@ def cmd_baseline(args: argparse.Namespace) -> None:
                      f"-> {args.out}")
 
 
+def cmd_run_method(args: argparse.Namespace) -> None:
+    import shlex
+
+    from .io import read_history, write_prediction
+    from .plugins import run_method
+
+    try:
+        argv = shlex.split(args.command)
+    except ValueError as exc:
+        raise InputError("--command", "command", str(exc)) from None
+    problem = read_history(args.history)
+    recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed, progress=_say(args.quiet))
+    write_prediction(args.out, recon, problem, args.history,
+                     extra={"observed_times": problem.observations.times.tolist()})
+    _say(args.quiet)(f"method {args.name} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "
+                     f"({recon.extras['plugin_timing']}) -> {args.out}")
+
+
 def cmd_score(args: argparse.Namespace) -> None:
     from .io import atomic_path, read_history, read_prediction
     from .score import score_prediction
@@ -403,6 +421,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_SEED, default=0, help="seed of the random control (default: 0)")
     common(p)
     p.set_defaults(func=cmd_baseline, inputs=("history",))
+
+    p = sub.add_parser("run-method", help="run a plug-in method (any command) and check its prediction",
+                       description="Run COMMAND (split like a shell line, but no shell runs it) with "
+                                   "{history} = a copy of the history without the truth, {out} = the "
+                                   "prediction it must write, {threads} and {seed}; check the prediction "
+                                   "and write it to --out with full provenance (docs/methods.md).")
+    p.add_argument("history", help="history file (the plug-in gets a copy without the truth)")
+    p.add_argument("--out", required=True, help="prediction file to write (.h5)")
+    p.add_argument("--name", required=True, help="the method's name, recorded as its @method")
+    p.add_argument("--command", required=True, help="the plug-in's command line with its placeholders")
+    p.add_argument("--threads", type=_integer(1, 4096), default=1, help="threads it may use (default: 1)")
+    p.add_argument("--seed", type=_SEED, default=0, help="seed handed to the plug-in (default: 0)")
+    common(p)
+    p.set_defaults(func=cmd_run_method, inputs=("history",))
 
     p = sub.add_parser("score", help="score a prediction against the truth (JSON on stdout, or to --out)",
                        description="HERMES-compatible F1/NRMSE (final frame pinned), unobserved-only "

@@ -1,0 +1,125 @@
+"""Plug-in methods: any command that turns a history file into a prediction file.
+
+A plug-in is an argument list (no shell) with placeholders: ``{history}`` the
+history it reads, ``{out}`` the prediction file it writes, ``{threads}`` the
+threads it may use, ``{seed}`` a seed. :func:`run_method` runs it and treats
+what it writes as untrusted input:
+
+* the plug-in never sees the truth: it reads a copy of the history holding
+  the graph, model, T, n0 and the observations only;
+* its prediction is read like any input (``battus.io.read_prediction``) and
+  must have one state per vertex and frame; a missing or malformed file, or a
+  non-zero exit, is one line naming the method;
+* the prediction is then rewritten in the documented format with full
+  provenance: the method, its command, the plug-in's own parameters and
+  timing when it records them (else the command's wall time, which includes
+  its start-up), and the input's sha256.
+
+See docs/methods.md for the contract and a worked example.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from .decode import hitting_times
+from .errors import InputError
+from .problem import Problem, Reconstruction
+
+PLACEHOLDERS = ("history", "out", "threads", "seed")
+PLACEHOLDER_LIST = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+
+
+def expand(argv: list[str], values: dict[str, str]) -> list[str]:
+    """The command with its placeholders filled in (an unknown placeholder is an error)."""
+    expanded = []
+    for arg in argv:
+        try:
+            expanded.append(arg.format(**values))
+        except (KeyError, IndexError, ValueError) as exc:
+            raise InputError("--command", "command",
+                             f"bad placeholder in {arg!r} ({exc}); use {PLACEHOLDER_LIST}"
+                             ) from None
+    return expanded
+
+
+def run_method(name: str, argv: list[str], problem: Problem, threads: int = 1, seed: int = 0,
+               progress=None) -> Reconstruction:
+    """Run plug-in ``name`` (``argv``, with placeholders) on ``problem`` and return its validated prediction."""
+    from .io import read_prediction, write_history
+
+    if not argv:
+        raise InputError(f"method {name}", "command", "empty command")
+    with tempfile.TemporaryDirectory(prefix="battus-method-") as work:
+        observed_only = Path(work) / "history.h5"
+        write_history(observed_only, replace(problem, truth=None))  # a plug-in never sees the truth
+        out = Path(work) / "prediction.h5"
+        command = expand(argv, {"history": str(observed_only), "out": str(out), "threads": str(threads),
+                                "seed": str(seed)})
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads),
+               "BATTUS_METHOD_THREADS": str(threads)}
+        if progress:
+            progress(f"method {name}: {shlex.join(command)}")
+        started = time.perf_counter()
+        messages: list[str] = []
+        try:
+            with subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+                for line in proc.stdout:  # streamed with progress on, shown only on failure with it off
+                    if progress:
+                        print(line, end="", file=sys.stderr, flush=True)
+                    else:
+                        messages.append(line)
+                status = proc.wait()
+        except OSError as exc:
+            raise InputError(f"method {name}", "command", f"cannot run {command[0]!r}: {exc.strerror or exc}"
+                             ) from None
+        wall = time.perf_counter() - started
+        if status != 0:
+            print("".join(messages[-50:]), end="", file=sys.stderr)
+            raise InputError(f"method {name}", "command", f"exited with status {status} (its last messages are above)")
+        if not out.is_file():
+            raise InputError(f"method {name}", "{out}", "the command wrote no prediction file")
+        try:
+            record = read_prediction(out, model=problem.model)
+        except InputError as exc:  # name the method, not the temporary file
+            raise InputError(f"method {name}: prediction", exc.field, exc.message) from None
+    return _reconstruction(name, argv, record, problem, wall)
+
+
+def _reconstruction(name: str, argv: list[str], record: dict, problem: Problem, wall: float) -> Reconstruction:
+    states = record["states"]
+    if states.shape != (problem.T + 1, problem.n):
+        raise InputError(f"method {name}: prediction", "states",
+                         f"shape {states.shape}, expected (T+1, n) = {(problem.T + 1, problem.n)}")
+    posteriors = record["posteriors"]
+    if posteriors is not None:
+        if posteriors.shape != (3, problem.T + 1, problem.n):
+            raise InputError(f"method {name}: prediction", "posteriors",
+                             f"shape {posteriors.shape}, expected (3, T+1, n) = {(3, problem.T + 1, problem.n)}")
+        if not (np.isfinite(posteriors).all() and posteriors.min() >= 0 and posteriors.max() <= 1):
+            raise InputError(f"method {name}: prediction", "posteriors", "probabilities must lie in [0, 1]")
+        posteriors = posteriors.astype(np.float32)
+    seconds = record["algorithm_seconds"]
+    own_timing = math.isfinite(seconds) and seconds >= 0
+    rates = [record[k] if math.isfinite(record[k]) else float("nan") for k in ("beta_i", "beta_r")]
+    return Reconstruction(
+        states=states, t_inf=hitting_times(states, 1), t_rec=hitting_times(states, 2),
+        beta_i=rates[0], beta_r=rates[1],
+        params={**record["params"], "method": name},
+        backend=record.get("backend") or "external", device=record.get("device") or "unknown",
+        algorithm_seconds=float(seconds) if own_timing else wall,
+        posteriors=posteriors,
+        extras={"plugin_command": shlex.join(argv), "plugin_timing": "own" if own_timing else "wall clock",
+                "plugin_provenance": record["provenance"]},
+    )
