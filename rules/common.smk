@@ -8,8 +8,10 @@ which tables and figures those runs make and what each one shows.
 import os
 import re
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+import battus.download
 from battus.experiments import Plan
 from battus.report import REPORT_ITEMS, report_made, report_runs, report_spec
 
@@ -25,7 +27,26 @@ TABLES = report_made(PLAN, "table")
 FIGURES = report_made(PLAN, "figure")
 # The mirror (config `mirror`, overridden by BATTUS_MIRROR) is read by the
 # download script only, not passed as a param: switching between the network
-# and a mirror reruns nothing.
+# and a mirror reruns nothing. It is checked while the DAG is built, before any
+# job runs (a dry run included): see mirror_complete.
+
+
+def mirror_complete(wildcards):
+    """Input function of `download` (it has no input files): when this download is
+    to be copied from a mirror that lacks it, stops the run while the DAG is built,
+    naming the mirror and every file this configuration would copy and it lacks."""
+    if not PLAN.mirror:
+        return []
+    copy = battus.download.copied_from_mirror(config["downloads"], wildcards.path)
+    if copy and not battus.download.find_in_mirror(PLAN.mirror, copy):
+        reads = [s["import"] for s in DATASETS.values() if "import" in s]
+        reads += [PLAN.graphs[g]["download"] for g in PLAN.edgelist_graphs()]
+        raise WorkflowError(
+            battus.download.mirror_shortfall(
+                PLAN.mirror, config["downloads"], [*reads, wildcards.path]
+            )
+        )
+    return []
 
 
 wildcard_constraints:

@@ -6,13 +6,19 @@ localrules:
 
 
 rule download:
+    input:
+        # no files: stops the run before any job when the mirror lacks what it needs
+        mirror_complete,
     output:
         "resources/downloads/{path}",
     log:
-        f"{OUT}/logs/download/{{path}}.log",
+        # beside the download (shared by every configuration): its URL, source and sha256
+        "resources/downloads/{path}.log",
     wildcard_constraints:
         path=alternatives(config["downloads"]),
-    retries: 3
+    # the fetcher retries transient failures itself; a 404, a checksum mismatch or a
+    # full disk will not pass (0, not unset, also overrides a profile's --retries)
+    retries: 0
     conda:
         "../envs/battus.yaml"
     params:

@@ -6,8 +6,13 @@ None the CLI's default); its inputs are the command's positional arguments and
 its one output is ``--out``. Around the command this script does what a job
 needs and the CLI leaves to its caller: Numba uses the rule's threads, SIGTERM
 (a cancelled job, SLURM's scancel) stops it as cleanly as Ctrl-C (no partial
-output), temporary files of a hard-killed earlier attempt are removed, and the
-command's stdout and stderr go to the rule's log.
+output), temporary files of a hard-killed earlier attempt are removed, the
+command's stdout and stderr go to the rule's log, the provenance of an output
+made from a download records the download's URL, and a failure is one line on
+the terminal: when it names one of the job's inputs (a truncated history a
+killed copy left with its old modification time, which Snakemake does not
+notice), the line says how to remake that input. A bug's traceback goes to the
+end of the log only (and to the terminal under BATTUS_DEBUG=1).
 """
 
 import contextlib
@@ -18,8 +23,9 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(__file__))
 import numba  # noqa: E402
-from _common import prepare_outputs  # noqa: E402
+from _common import debugging, prepare_outputs  # noqa: E402
 
+import battus.io  # noqa: E402
 from battus.cli import main  # noqa: E402
 
 
@@ -36,16 +42,75 @@ def cli_arguments(options: dict) -> list[str]:
     return args
 
 
+def source_urls(sm) -> dict[str, str]:
+    """Input path -> URL, for the job's inputs that are downloads (resources/downloads/<key>)."""
+    downloads = sm.config.get("downloads", {})
+    urls = {}
+    for path in map(str, sm.input):
+        key = path.removeprefix("resources/downloads/")
+        if key != path and key in downloads:
+            urls[path] = downloads[key]["url"]
+    return urls
+
+
+def record_source_urls(urls: dict[str, str]) -> None:
+    """Make every provenance record whose ``source`` is a download also name its URL.
+
+    The CLI records an input's path and sha256; which URL a file under resources/downloads/ stands
+    for is known only to the workflow's config, so it is added here, around the CLI's own record.
+    """
+    make_record = battus.io.provenance
+
+    def record_with_url(**fields) -> dict:
+        url = urls.get(str(fields.get("source")))
+        return make_record(**fields, source_url=url) if url else make_record(**fields)
+
+    battus.io.provenance = record_with_url
+
+
+def last_error(log_path: str) -> str | None:
+    """The CLI's one-line error ('battus: error: ...'), the last one in the log."""
+    with open(log_path, errors="replace") as fh:
+        errors = [line.rstrip("\n") for line in fh if line.startswith("battus: error: ")]
+    return errors[-1] if errors else None
+
+
+def with_recovery_hint(error: str, inputs: list[str]) -> str:
+    """``error`` plus how to remake the input it names, if it names one of ``inputs``."""
+    for path in inputs:
+        if error.startswith(f"battus: error: {path}: "):
+            return (f"{error} -- if {path} is damaged (a killed copy, a full disk), delete it or rerun "
+                    f"with --forcerun {path}")
+    return error
+
+
 sm = snakemake  # noqa: F821
 prepare_outputs(sm)
 numba.set_num_threads(min(sm.threads, numba.config.NUMBA_NUM_THREADS))
-argv = [sm.params.command, *map(str, sm.input), "--out", str(sm.output[0]), *cli_arguments(sm.params.options)]
+record_source_urls(source_urls(sm))
+inputs = [str(x) for x in sm.input]
+argv = [sm.params.command, *inputs, "--out", str(sm.output[0]), *cli_arguments(sm.params.options)]
+crash = None
 with open(sm.log[0], "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
     print(shlex.join(["battus", *argv]), flush=True)
     try:
         status = main(argv)
-    except BaseException:
+    except BaseException as exc:  # a bug, or KeyboardInterrupt from SIGTERM: one line, traceback last
+        crash = exc
+        print(f"battus {sm.params.command}: {type(exc).__name__}: {exc}", flush=True)
         traceback.print_exc()
-        raise
+if crash is not None:
+    if debugging():
+        traceback.print_exception(crash)
+    sys.exit(f"battus {sm.params.command} failed: {type(crash).__name__}: {crash} "
+             f"(traceback at the end of {sm.log[0]})")
 if status:
-    raise SystemExit(f"battus {sm.params.command} failed with status {status}: see {sm.log[0]}")
+    error = last_error(sm.log[0])
+    if error is None:
+        sys.exit(f"battus {sm.params.command} failed with status {status}: see {sm.log[0]}")
+    hinted = with_recovery_hint(error, inputs)
+    if hinted != error:
+        with open(sm.log[0], "a") as log:
+            print(hinted, file=log)
+    print(hinted, file=sys.stderr)
+    sys.exit(status)

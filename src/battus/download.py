@@ -10,13 +10,16 @@ temporary file renamed into place, so an interrupted fetch leaves nothing.
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
+import ssl
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -25,6 +28,7 @@ from .errors import InputError
 from .io import atomic_path, sha256_file
 
 MIRROR_ENV = "BATTUS_MIRROR"
+DOWNLOADS = "resources/downloads"  # the workflow's download folder, relative to its run folder
 SNAP_BASE = "https://snap.stanford.edu/data/"
 DITTO_BASE = (
     "https://github.com/q-rz/KDD23-DITTO/raw/339f2d56be45917ac4d5a4cde33b773c81070fac/input/"
@@ -110,19 +114,56 @@ def ditto_url(relative: str) -> str:
     return DITTO_BASE + relative
 
 
-def mirror_path(mirror_root: str | Path, relative: str) -> Path:
-    """The mirror copy of ``relative``: ``mirror_root/relative``, else ``mirror_root/basename``.
-
-    Raises :class:`InputError` naming both candidates when neither exists.
-    """
+def mirror_candidates(mirror_root: str | Path, relative: str) -> list[Path]:
+    """Where a mirror may hold ``relative``, in order: laid out like resources/downloads
+    (``ditto/synthetic/ba-si.pt``), as one source's folder (``synthetic/ba-si.pt``), or flat
+    (``ba-si.pt``)."""
     root = Path(mirror_root)
-    relative = str(relative).lstrip("/")
-    candidates = [root / relative, root / PurePosixPath(relative).name]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    tried = " or ".join(str(c) for c in dict.fromkeys(candidates))
-    raise InputError(root, "mirror", f"no copy of {relative!r} (tried {tried})")
+    relative = PurePosixPath(str(relative).lstrip("/"))
+    tails = [relative, PurePosixPath(*relative.parts[1:]) if len(relative.parts) > 1 else relative,
+             PurePosixPath(relative.name)]
+    return [root / tail for tail in dict.fromkeys(tails)]
+
+
+def find_in_mirror(mirror_root: str | Path, relative: str) -> Path | None:
+    """The first of :func:`mirror_candidates` that is a file, or None."""
+    return next((c for c in mirror_candidates(mirror_root, relative) if c.is_file()), None)
+
+
+def mirror_path(mirror_root: str | Path, relative: str) -> Path:
+    """The mirror copy of ``relative`` (see :func:`mirror_candidates`).
+
+    Raises :class:`InputError` naming every candidate when none exists.
+    """
+    found = find_in_mirror(mirror_root, relative)
+    if found is None:
+        tried = " or ".join(str(c) for c in mirror_candidates(mirror_root, relative))
+        raise InputError(mirror_root, "mirror", f"no copy of {str(relative)!r} (tried {tried})")
+    return found
+
+
+def copied_from_mirror(downloads: dict[str, dict], key: str, folder: str | Path = DOWNLOADS) -> str | None:
+    """What a download job for ``key`` copies from a mirror (the path ``key``), or None when it
+    uses no mirror: its URL is a file kept with the workflow (``file:``), or ``folder/key`` is
+    already downloaded, so the job will not run."""
+    if str(downloads[key]["url"]).startswith("file:") or (Path(folder) / key).is_file():
+        return None
+    return key
+
+
+def mirror_shortfall(mirror_root: str | Path, downloads: dict[str, dict], keys: Iterable[str],
+                     folder: str | Path = DOWNLOADS) -> str | None:
+    """One message naming the mirror folder and every one of ``keys`` (keys of ``downloads``,
+    those a run reads) that would be copied from it and that it lacks; None when it lacks none."""
+    copies = {copy for key in keys if (copy := copied_from_mirror(downloads, key, folder))}
+    missing = sorted(c for c in copies if find_in_mirror(mirror_root, c) is None)
+    if not missing:
+        return None
+    root = Path(mirror_root)
+    where = f"mirror {root}" + ("" if root.is_dir() else " (no such folder)")
+    return (f"{where} lacks {len(missing)} of the {len(copies)} files this run would copy from it: "
+            f"{', '.join(missing)}. Put them there (paths as under {folder}/), or unset "
+            f"BATTUS_MIRROR and `mirror:` to download them.")
 
 
 def _url_name(url: str) -> str:
@@ -148,31 +189,70 @@ def _human(nbytes: float) -> str:
     return f"{nbytes:.1f} GiB"
 
 
-def _download(url: str, tmp: Path, name: str, progress: bool) -> None:
+class TransientError(Exception):
+    """A download failure that may pass on its own: a 5xx, 408 or 429 answer, a refused, reset or
+    timed-out connection, a body cut short. Only these are retried, and only by :func:`fetch`:
+    a 404, a checksum mismatch or a full disk fails at once, and the workflow adds no retries."""
+
+
+# "Try again later" statuses; every other 4xx says the request itself is wrong and stays wrong.
+_RETRY_STATUSES = {408, 429}
+# Opening errors that no retry cures: a file: URL that names nothing, a certificate that fails.
+_FINAL_OPEN_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
+                      ssl.SSLCertVerificationError)
+
+
+def _open_failure(url: str, exc: Exception) -> Exception:
+    """The exception to raise for a failure to open ``url``: TransientError or a final InputError."""
+    if isinstance(exc, urllib.error.HTTPError):
+        text = f"HTTP {exc.code} {exc.reason}"
+        return TransientError(text) if exc.code >= 500 or exc.code in _RETRY_STATUSES else (
+            InputError(url, "download", text))
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, str) or isinstance(reason, _FINAL_OPEN_ERRORS):  # 'unknown url type', ...
+        return InputError(url, "download", str(reason))
+    return TransientError(str(reason) or type(reason).__name__)
+
+
+def _download(url: str, dest: Path, tmp: Path, name: str, progress: bool) -> None:
+    """Write the body of ``url`` into ``tmp``; raises TransientError or InputError (see there)."""
     request = urllib.request.Request(url, headers={"User-Agent": f"battus/{__version__}"})
-    with urllib.request.urlopen(request, timeout=60) as response, open(tmp, "wb") as out:
-        total = response.headers.get("Content-Length")
-        total = int(total) if total and total.isdigit() else None
-        done = 0
-        last = 0.0
-        while True:
-            block = response.read(_BLOCK)
-            if not block:
-                break
-            out.write(block)
-            done += len(block)
-            now = time.monotonic()
-            if progress and now - last > 0.5:
-                last = now
-                share = f" ({100 * done / total:.0f}%)" if total else ""
-                of = f" / {_human(total)}" if total else ""
-                print(f"\r{name}: {_human(done)}{of}{share}", end="", file=sys.stderr, flush=True)
-        if total is not None and done != total:
-            raise urllib.error.ContentTooShortError(
-                f"got {done} of {total} bytes", None  # type: ignore[arg-type]
-            )
+    try:
+        response = urllib.request.urlopen(request, timeout=60)
+    except (OSError, http.client.HTTPException) as exc:  # URLError and HTTPError are OSErrors
+        raise _open_failure(url, exc) from None
+    try:
+        with response, open(tmp, "wb") as out:
+            done = _copy_body(response, out, name, progress)
+    except OSError as exc:  # reading errors became TransientError inside: this is writing (ENOSPC, EDQUOT)
+        raise InputError(dest, "download", f"cannot write ({exc.strerror or exc}); nothing kept") from None
     if progress:
         print(f"\r{name}: {_human(done)} done", file=sys.stderr, flush=True)
+
+
+def _copy_body(response, out, name: str, progress: bool) -> int:
+    total = response.headers.get("Content-Length")
+    total = int(total) if total and total.isdigit() else None
+    done = 0
+    last = 0.0
+    while True:
+        try:
+            block = response.read(_BLOCK)
+        except (OSError, http.client.HTTPException) as exc:  # reset, timeout, IncompleteRead
+            raise TransientError(f"connection lost after {_human(done)} ({exc!r})") from None
+        if not block:
+            break
+        out.write(block)
+        done += len(block)
+        now = time.monotonic()
+        if progress and now - last > 0.5:
+            last = now
+            share = f" ({100 * done / total:.0f}%)" if total else ""
+            of = f" / {_human(total)}" if total else ""
+            print(f"\r{name}: {_human(done)}{of}{share}", end="", file=sys.stderr, flush=True)
+    if total is not None and done != total:
+        raise TransientError(f"got {done} of {total} bytes")
+    return done
 
 
 def fetch(
@@ -194,9 +274,11 @@ def fetch(
     With a mirror (``mirror``, else the ``BATTUS_MIRROR`` environment
     variable) nothing is downloaded: the file is copied from
     :func:`mirror_path` of ``relative`` (default: the URL's file name), and a
-    missing copy is an error. Otherwise ``url`` is downloaded with urllib,
-    retrying transient failures ``retries`` times. Either way the data goes to
-    a temporary file beside ``dest``, is checked against ``sha256`` when given
+    missing copy is an error. Otherwise ``url`` is downloaded with urllib in
+    at most ``retries`` attempts: only a :class:`TransientError` is retried,
+    a 4xx answer, a checksum mismatch or a failed write fails at once. Either
+    way the data goes to a temporary file beside ``dest``, is checked against
+    ``sha256`` when given
     (a mismatch raises :class:`InputError` naming the file and 'sha256' and
     leaves nothing behind) and is then renamed into place. An existing
     ``dest`` is kept when it matches ``sha256`` (or no checksum is given)
@@ -215,27 +297,23 @@ def fetch(
     if mirror is not None:
         source = mirror_path(mirror, relative if relative is not None else name)
         with atomic_path(dest) as tmp:
-            shutil.copyfile(source, tmp)
+            try:
+                shutil.copyfile(source, tmp)
+            except OSError as exc:  # a full disk, an unreadable copy: no retry cures either
+                raise InputError(source, "mirror", f"cannot copy to {dest} ({exc.strerror or exc})") from None
             _verify(tmp, sha256, source)
         return dest
     attempts = max(1, int(retries))
     for attempt in range(1, attempts + 1):
         try:
             with atomic_path(dest) as tmp:
-                _download(url, tmp, name, progress)
+                _download(url, dest, tmp, name, progress)
                 _verify(tmp, sha256, url)
             return dest
-        except urllib.error.HTTPError as exc:
-            if exc.code < 500 or attempt == attempts:  # 4xx will not get better
-                raise InputError(url, "download", f"HTTP {exc.code} {exc.reason}") from None
-            error = f"HTTP {exc.code}"
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except TransientError as exc:  # an InputError (404, checksum, disk full) is final: not caught
             if attempt == attempts:
-                raise InputError(
-                    url, "download", f"failed after {attempts} attempts ({reason})"
-                ) from None
-            error = str(reason)
+                raise InputError(url, "download", f"failed after {attempts} attempts ({exc})") from None
+            error = str(exc)
         if progress:
             print(f"\n{name}: attempt {attempt} failed ({error}); retrying", file=sys.stderr)
         time.sleep(min(2 ** (attempt - 1), 30))

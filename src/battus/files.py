@@ -10,14 +10,22 @@ umask 022) so results stay readable to a group on a shared cluster.
 
 An output that is the same file as an input (same path after resolution, a
 symbolic link to it, or a hard link) is refused: inputs are never overwritten.
+
+A temporary file is named ``.<target>.<host>.<pid>.<random>.tmp``, so that a
+later run can tell a leftover of a killed writer (same host, process gone)
+from the file of a writer still at work, perhaps another run started in the
+same folder at the same time (:func:`remove_stale_temporaries`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import socket
 import stat
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -104,7 +112,8 @@ def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_host()}.{os.getpid()}.", suffix=".tmp",
+                                   dir=path.parent)
     except OSError as exc:
         raise InputError(path, option, f"cannot write here ({exc.strerror or exc})") from None
     os.close(fd)
@@ -119,3 +128,70 @@ def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+# A temporary file untouched this long is a leftover even when its writer cannot be checked (another
+# host of a cluster, or a name without pid and host): no write of ours pauses for a day.
+STALE_AFTER_SECONDS = 24 * 3600
+
+
+def _host() -> str:
+    """This host's name as it goes into temporary file names: no dots (the name is split on them)."""
+    return socket.gethostname().split(".")[0].replace(os.sep, "_")[:63] or "localhost"
+
+
+def temporary_writer(temporary: str | Path, target: str | Path) -> tuple[str, int] | None:
+    """(host, pid) of the process that made ``temporary`` for ``target``, or None if its name does not say."""
+    name = Path(temporary).name
+    prefix = f".{Path(target).name}."
+    if not (name.startswith(prefix) and name.endswith(".tmp")):
+        return None
+    fields = name[len(prefix):-len(".tmp")].split(".")
+    if len(fields) != 3 or not fields[1].isdigit():  # host, pid, mkstemp's random part
+        return None
+    return fields[0], int(fields[1])
+
+
+def _process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it exists, owned by someone else
+        return False
+    return False
+
+
+def is_stale_temporary(temporary: str | Path, target: str | Path, *, now: float | None = None,
+                       stale_after: float = STALE_AFTER_SECONDS) -> bool:
+    """True when the writer of ``temporary`` is provably gone: it ran on this host and its process no
+    longer exists, or the file has not changed for ``stale_after`` seconds.
+
+    A live pid is trusted even if the number was reused: keeping a leftover costs disk space until it
+    grows old, deleting a live writer's file destroys another run's work.
+    """
+    writer = temporary_writer(temporary, target)
+    if writer is not None and writer[0] == _host() and _process_gone(writer[1]):
+        return True
+    try:
+        age = (time.time() if now is None else now) - Path(temporary).stat().st_mtime
+    except FileNotFoundError:  # its writer renamed or removed it meanwhile
+        return False
+    return age > stale_after
+
+
+def remove_stale_temporaries(target: str | Path) -> list[Path]:
+    """Delete the temporary files beside ``target`` whose writer is gone; return them.
+
+    Two runs in one folder (Snakemake's lock does not always stop the second) may write the same
+    output at once, so a temporary file is never taken for a leftover merely because it exists.
+    """
+    target = Path(target)
+    removed = []
+    if target.parent.is_dir():
+        for temporary in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+            if is_stale_temporary(temporary, target):
+                temporary.unlink(missing_ok=True)
+                removed.append(temporary)
+    return removed
+
