@@ -177,6 +177,11 @@ def test_temporary_name_says_host_and_pid(tmp_path):
         assert pid == os.getpid() and host == socket.gethostname().split(".")[0]
         tmp.write_bytes(b"data")
     assert target.read_bytes() == b"data" and leftovers(tmp_path) == []
+    long_name = tmp_path / ("x" * 240)  # no room for host and pid: still written, left to the age rule
+    with atomic_path(long_name) as tmp:
+        assert temporary_writer(tmp, long_name) is None
+        tmp.write_bytes(b"data")
+    assert long_name.read_bytes() == b"data"
 
 
 def test_only_temporaries_of_gone_writers_are_removed(tmp_path):

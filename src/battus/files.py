@@ -112,8 +112,10 @@ def atomic_path(path: str | Path, option: str = "--out") -> Iterator[Path]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_host()}.{os.getpid()}.", suffix=".tmp",
-                                   dir=path.parent)
+        prefix = f".{path.name}.{_host()}.{os.getpid()}."
+        if len(os.fsencode(prefix)) > 255 - 12:  # no room for the writer: the age rule alone applies
+            prefix = f".{path.name}."
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
     except OSError as exc:
         raise InputError(path, option, f"cannot write here ({exc.strerror or exc})") from None
     os.close(fd)
