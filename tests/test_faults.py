@@ -48,7 +48,8 @@ def no_mirror_env(monkeypatch):
 
 class Server:
     """An HTTP server on 127.0.0.1: /ok/<name> serves PAYLOAD, /missing/<name> answers 404,
-    /flaky/<name> answers 503 twice and then serves. Counts the requests per path."""
+    /flaky/<name> answers 503 twice and then serves, /short/<name> drops the connection halfway
+    the first time. Counts the requests per path."""
 
     def __init__(self):
         self.requests: dict[str, int] = {}
@@ -64,6 +65,10 @@ class Server:
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(PAYLOAD)))
                 self.end_headers()
+                if kind == "short" and n == 1:
+                    self.wfile.write(PAYLOAD[: len(PAYLOAD) // 2])
+                    self.close_connection = True
+                    return
                 self.wfile.write(PAYLOAD)
 
             def log_message(self, *args):  # quiet
@@ -123,6 +128,12 @@ def test_server_error_twice_then_served(server, sleeps, tmp_path):
                 sha256=hashlib.sha256(PAYLOAD).hexdigest())
     assert got.read_bytes() == PAYLOAD
     assert server.count("/flaky/x.txt") == 3 and sleeps == [1, 2]
+
+
+def test_connection_dropped_halfway_is_retried(server, sleeps, tmp_path):
+    got = fetch(f"{server.base}/short/x.txt", tmp_path / "x.txt", progress=False)
+    assert got.read_bytes() == PAYLOAD
+    assert server.count("/short/x.txt") == 2 and sleeps == [1] and leftovers(tmp_path) == []
 
 
 def test_refused_connection_tried_three_times(sleeps, tmp_path, monkeypatch):
