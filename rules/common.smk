@@ -169,6 +169,11 @@ def simulate_options(wildcards):
     }
 
 
+def reconstruct_command(wildcards):
+    # reconstruct (Battus, Battus-Z), baseline (controls, baselines) or run-method (plug-ins)
+    return PLAN.command(wildcards.method)
+
+
 def reconstruct_options(wildcards):
     return PLAN.options(wildcards.dataset, wildcards.method, wildcards.variant)
 

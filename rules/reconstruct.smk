@@ -1,4 +1,5 @@
-"""Stage 2: one reconstruction per (dataset, method, variant), then all three scorers."""
+"""Stage 2: one prediction per (dataset, method, variant) -- Battus, a control or baseline, or a
+plug-in -- then all three scorers."""
 
 
 rule reconstruct:
@@ -18,7 +19,7 @@ rule reconstruct:
         mem_mb=reconstruct_mem_mb,
         runtime=reconstruct_runtime,
     params:
-        command="reconstruct",
+        command=reconstruct_command,
         # every knob, normalised: editing one ablation reruns only its jobs
         options=reconstruct_options,
     script:

@@ -21,12 +21,17 @@ from __future__ import annotations
 import copy
 import math
 import os
+import shlex
 
+from .baselines import BASELINE_LABELS, BASELINES
 from .options import method_options
 from .synth import SCALE_PRESETS
 
+# the engine's own methods, presets of battus.infer.Options with named ablations (variants)
 METHOD_LABELS = {"battus": "Battus", "battus-z": "Battus-Z"}
 METHODS = tuple(METHOD_LABELS)
+# every method a config may name without defining it: the engine's, the controls and the baselines
+BUILTIN_LABELS = METHOD_LABELS | BASELINE_LABELS
 # the preset options a variant may override (the fit settings are separate)
 PRESET_KEYS = ("fit", "reset", "backward", "decoder", "tau", "beta_i", "beta_r", "projection", "causal")
 # config `fit:` keys, as the CLI's reconstruct options (--grid-points, --rate-lower, ...)
@@ -39,6 +44,16 @@ def preset(method: str) -> dict:
     """The method's preset options (battus.infer.method_options) as a plain dict."""
     options = method_options(method)
     return {key: getattr(options, key) for key in PRESET_KEYS}
+
+
+def plugin_argv(spec: dict) -> list[str]:
+    """A plug-in's full command: its own, inside its conda environment or container when it names one."""
+    argv = list(spec["command"])
+    if spec.get("container"):
+        return ["apptainer", "exec", *(["--nv"] if spec["gpu"] else []), spec["container"], *argv]
+    if spec.get("conda"):
+        return ["conda", "run", "--no-capture-output", "-n", spec["conda"], *argv]
+    return argv
 
 
 def _rate_tag(x: float) -> str:
@@ -75,9 +90,13 @@ class Plan:
         self.mirror = os.environ.get("BATTUS_MIRROR") or config.get("mirror") or None
         self.skipped = self._drop_mirror_only()
         self.rate_robustness = self._add_rate_robustness_datasets()
-        # method -> variant -> overrides of the preset; labels of the named ones
-        self.variants = {m: {"default": {}} for m in METHODS}
-        self.variant_labels = {m: {} for m in METHODS}
+        # plug-ins (config `methods`): name -> spec; the labels of every method
+        self.plugins = dict(config["methods"])
+        self.method_labels = BUILTIN_LABELS | {m: spec["label"] for m, spec in self.plugins.items()}
+        # method -> variant -> overrides of the preset; labels of the named ones. Controls, baselines
+        # and plug-ins have one variant, `default`.
+        self.variants = {m: {"default": {}} for m in self.method_labels}
+        self.variant_labels = {m: {} for m in self.method_labels}
         for method, named in config["variants"].items():
             for variant, spec in named.items():
                 self.variants[method][variant] = {k: v for k, v in spec.items() if k != "label"}
@@ -182,7 +201,10 @@ class Plan:
 
     def overrides(self, method: str, variant: str) -> dict:
         """The options a (method, variant) changes relative to the method preset."""
-        if variant not in self.variants.get(method, {}):
+        if method not in self.variants:
+            raise ConfigError(f"no method named {method!r}: the built-in ones are {', '.join(BUILTIN_LABELS)}; "
+                              f"define a plug-in under methods.{method}")
+        if variant not in self.variants[method]:
             raise ConfigError(f"unknown variant {variant!r} of method {method!r}: define it under "
                               f"variants.{method} (or sweep it with experiments.tau / rate_grid)")
         return self.variants[method][variant]
@@ -195,6 +217,12 @@ class Plan:
         unused one changes nothing and reruns nothing.
         """
         overrides = self.overrides(method, variant)
+        if method in BASELINES:  # `battus baseline`
+            return {"method": method, "seed": 0}
+        if method in self.plugins:  # `battus run-method`
+            spec = self.plugins[method]
+            return {"name": method, "command": shlex.join(plugin_argv(spec)), "threads": spec["threads"],
+                    "seed": 0}
         options = {**self.presets[method], **{k: v for k, v in overrides.items() if k not in FIT_KEYS}}
         if options["fit"]:
             options.update({k: overrides.get(k, self.fit[k]) for k in FIT_KEYS})
@@ -210,10 +238,20 @@ class Plan:
         options["repeat_seconds"] = self.timing["repeat_seconds"]
         return dict(sorted(options.items()))
 
+    def command(self, method: str) -> str:
+        """The `battus` command that makes a method's prediction."""
+        if method in BASELINES:
+            return "baseline"
+        return "run-method" if method in self.plugins else "reconstruct"
+
+    def is_control(self, method: str) -> bool:
+        """A control or baseline (a yardstick), not a method under test."""
+        return method in BASELINES
+
     def run_label(self, method: str, variant: str) -> str:
         if variant == "default":
-            return METHOD_LABELS[method]
-        return self.variant_labels[method].get(variant, f"{METHOD_LABELS[method]} {variant}")
+            return self.method_labels[method]
+        return self.variant_labels[method].get(variant, f"{self.method_labels[method]} {variant}")
 
     # -- runs ----------------------------------------------------------------
     def runs(self, experiment: str) -> list[tuple[str, str, str]]:
@@ -276,6 +314,8 @@ class Plan:
             else:
                 _check("n" in s, f"graphs.{g}: the {s['generator']} generator needs n")
                 _check("edges" in s, f"graphs.{g}: the {s['generator']} generator needs edges")
+        for m in self.plugins:
+            _check(m not in BUILTIN_LABELS, f"methods.{m}: the name of a built-in method")
         for d, m, v in self.all_runs():
             _check(d in self.datasets, f"experiments: no dataset named {d!r}")
             self.overrides(m, v)
@@ -322,7 +362,7 @@ class Plan:
     def reconstruct_runtime(self, dataset: str, method: str, variant: str) -> int:
         """Minutes: ~2e8 arc visits per second on one CPU socket, 20x that on a GPU, capped at 48 h."""
         n, arcs, T = self.job_size(dataset)
-        passes = 800 if self.options(dataset, method, variant)["fit"] else 4
+        passes = 800 if self.options(dataset, method, variant).get("fit") else 4
         seconds = T * (n + arcs) * passes / 2e8
         if self.uses_gpu(dataset):
             seconds /= 20

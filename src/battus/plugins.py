@@ -2,7 +2,8 @@
 
 A plug-in is an argument list (no shell) with placeholders: ``{history}`` the
 history it reads, ``{out}`` the prediction file it writes, ``{threads}`` the
-threads it may use, ``{seed}`` a seed. :func:`run_method` runs it and treats
+threads it may use, ``{seed}`` a seed, ``{python}`` the Python interpreter
+running Battus (whose environment has numpy and h5py). :func:`run_method` runs it and treats
 what it writes as untrusted input:
 
 * the plug-in never sees the truth: it reads a copy of the history holding
@@ -36,7 +37,7 @@ from .decode import hitting_times
 from .errors import InputError
 from .problem import Problem, Reconstruction
 
-PLACEHOLDERS = ("history", "out", "threads", "seed")
+PLACEHOLDERS = ("history", "out", "threads", "seed", "python")
 PLACEHOLDER_LIST = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
 
 
@@ -65,7 +66,7 @@ def run_method(name: str, argv: list[str], problem: Problem, threads: int = 1, s
         write_history(observed_only, replace(problem, truth=None))  # a plug-in never sees the truth
         out = Path(work) / "prediction.h5"
         command = expand(argv, {"history": str(observed_only), "out": str(out), "threads": str(threads),
-                                "seed": str(seed)})
+                                "seed": str(seed), "python": sys.executable})
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads),
                "BATTUS_METHOD_THREADS": str(threads)}
         if progress:
