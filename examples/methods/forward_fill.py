@@ -10,7 +10,7 @@ history with h5py and writes the prediction in the documented format
     methods:
       forward-fill:
         label: Forward fill (example plug-in)
-        command: ["{python}", examples/methods/forward_fill.py, "{history}", "{out}"]
+        command: ["{python}", "{workflow}/examples/methods/forward_fill.py", "{history}", "{out}"]
 
 and name it in an experiment's `methods` list as [forward-fill, default].
 """

@@ -3,7 +3,8 @@
 A plug-in is an argument list (no shell) with placeholders: ``{history}`` the
 history it reads, ``{out}`` the prediction file it writes, ``{threads}`` the
 threads it may use, ``{seed}`` a seed, ``{python}`` the Python interpreter
-running Battus (whose environment has numpy and h5py). :func:`run_method` runs it and treats
+running Battus (whose environment has numpy and h5py), ``{workflow}`` the
+folder of the workflow running it (the working folder outside a workflow). :func:`run_method` runs it and treats
 what it writes as untrusted input:
 
 * the plug-in never sees the truth: it reads a copy of the history holding
@@ -37,7 +38,11 @@ from .decode import hitting_times
 from .errors import InputError
 from .problem import Problem, Reconstruction
 
-PLACEHOLDERS = ("history", "out", "threads", "seed", "python")
+PLACEHOLDERS = ("history", "out", "threads", "seed", "python", "workflow")
+# the folder of the Snakemake workflow running the plug-in (set by rules/common.smk; the working folder
+# otherwise): a config names a plug-in kept in the repository as {workflow}/path, and the params, which
+# hold the unexpanded command, stay the same wherever the workflow is unpacked
+WORKFLOW_ENV = "BATTUS_WORKFLOW"
 PLACEHOLDER_LIST = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
 
 
@@ -66,7 +71,8 @@ def run_method(name: str, argv: list[str], problem: Problem, threads: int = 1, s
         write_history(observed_only, replace(problem, truth=None))  # a plug-in never sees the truth
         out = Path(work) / "prediction.h5"
         command = expand(argv, {"history": str(observed_only), "out": str(out), "threads": str(threads),
-                                "seed": str(seed), "python": sys.executable})
+                                "seed": str(seed), "python": sys.executable,
+                                "workflow": os.environ.get(WORKFLOW_ENV) or os.getcwd()})
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads),
                "BATTUS_METHOD_THREADS": str(threads)}
         if progress:
