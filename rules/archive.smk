@@ -32,7 +32,8 @@ rule archive:
         "../envs/battus.yaml"
     params:
         results=[p for p in archive_paths() if p.startswith(f"{OUT}/")],
-        downloads=ARCHIVE_DOWNLOADS,
+        # with their logs: the URL or mirror file each came from, and its sha256
+        downloads=ARCHIVE_DOWNLOADS + [f"{d}.log" for d in ARCHIVE_DOWNLOADS],
         exclude=[f"{OUT}/archive"],
         configfiles=[str(p) for p in workflow.overwrite_configfiles],
         basedir=workflow.basedir,

@@ -47,3 +47,22 @@ def test_cli_section_runs_as_written(tmp_path):
     for name in ("graph.h5", "hist.h5", "pred.h5", "fitted.h5"):
         assert (tmp_path / name).is_file(), name
     assert "battus-prediction" in proc.stdout  # battus info printed the file's kind
+
+
+def test_own_method_section_runs_after_the_cli_section(tmp_path):
+    """The plug-in example runs as written, on the history the CLI section made, in the same shell."""
+    env_root = Path(sys.prefix)
+    if not (env_root / "bin" / "battus").exists() or not (env_root / "bin" / "activate").exists():
+        pytest.skip("needs the tests to run from a venv where the README's setup installed battus")
+    blocks = bash_blocks("Reconstructing your own data") + bash_blocks("Benchmarking your own method")
+    assert len(blocks) == 2
+    (tmp_path / ".venv").symlink_to(env_root)
+    for name in ("data", "examples"):
+        (tmp_path / name).symlink_to(REPO / name)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = "/usr/bin:/bin"
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", "\n".join(blocks)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("mine.h5", "baseline.h5"):
+        assert (tmp_path / name).is_file(), name
