@@ -68,13 +68,39 @@ def test_write_table_formats(tmp_path, canonical):
     table = report.build_table("canonical_quality", spec, scores, published=report.read_published(PUBLISHED))
     paths = [tmp_path / f"t.{ext}" for ext in ("csv", "md", "tex")]
     report.write_table(table, *paths)
-    csv = pd.read_csv(paths[0])
-    assert list(csv.columns[:2]) == ["panel", "Method"] and len(csv) == 22
+    csv = pd.read_csv(paths[0], keep_default_na=False)
+    # tidy: one row per number, every cell filled, labels with an en dash
+    assert list(csv.columns) == ["model", "method", "source", "dataset", "label", "metric", "value"]
+    assert (csv != "").all().all()
+    z = csv[(csv["method"] == "Battus-Z") & (csv["dataset"] == "ba-si")].set_index("metric")["value"]
+    assert z["f1"] == pytest.approx(0.9014) and set(csv.loc[csv["dataset"] == "ba-si", "label"]) == {"BA\u2013SI"}
+    # SPIN's OOM on Pol-SI is a missing row, not a blank cell
+    spin = csv[(csv["method"] == "SPIN") & (csv["dataset"] == "pol-si")]
+    assert spin.empty and len(csv[(csv["method"] == "SPIN") & (csv["model"] == "SI")]) == 5 * 2 + 3
+    assert len(csv) == 22 * 6 * 2 - 2 + 22 * 3  # 22 rows x (six f1/nrmse pairs, less SPIN's) + 3 aggregates
     md = paths[1].read_text()
     assert "| Battus-Z" in md and "**.9014**" in md  # best BA-SI F1 in bold, paper number style
+    text = [line for line in md.splitlines() if not set(line) <= set("|:- ")]  # not the header rule
+    assert "BA\u2013SI F1" in md and not [line for line in text if "--" in line]
     tex = paths[2].read_text()
     assert r"\toprule" in tex and r"\bottomrule" in tex and r"\textbf{1.79}" in tex
-    assert r"\label{tab:canonical-quality}" in tex
+    assert r"\label{tab:canonical-quality}" in tex and "BA--SI F1" in tex and "\u2013" not in tex
+
+
+def test_feasibility_csv_stores_fractions_and_counts_under_their_names(canonical, tmp_path):
+    spec, scores = canonical
+    scores = dict(scores)
+    scores["ba-si|battus-z|default"] = _score(0.9, 0.1, "si", pv=3, pe=40, tv=0, te=40)
+    table = report.build_table("feasibility_sensitivity", spec, scores)
+    report.write_table(table, tmp_path / "f.csv", tmp_path / "f.md", tmp_path / "f.tex")
+    csv = pd.read_csv(tmp_path / "f.csv", keep_default_na=False)
+    assert (csv != "").all().all()
+    row = csv[(csv["dataset"] == "ba-si") & (csv["method"] == "Battus-Z")].set_index("metric")["value"]
+    assert row["violation_fraction"] == pytest.approx(0.075) and row["violations"] == 3 and row["events"] == 40
+    fractions = csv.loc[csv["metric"] == "violation_fraction", "value"]
+    assert not any("%" in c for c in csv.columns) and fractions.between(0, 1).all()
+    md = (tmp_path / "f.md").read_text()
+    assert "Battus-Z (%)" in md and "7.50" in md  # the Markdown says percent and prints percent
 
 
 def test_fmt_value():
@@ -104,9 +130,30 @@ def test_ablation_gate_and_unobserved(canonical):
     frame = report.build_table("ablation", spec, scores).panels[0].frame.set_index("Configuration")
     assert round(frame.at["Battus", "F1"], 4) == 0.8730 and round(frame.at["Battus", "NRMSE"], 4) == 0.1342
     assert round(frame.at["Battus-Z", "F1"], 4) == 0.8726 and round(frame.at["Battus-Z", "NRMSE"], 4) == 0.1010
-    assert set(frame["Gate"]) == {"Pass"}
+    assert "Gate" not in frame  # no published rows given: no gate
+    gated = report.build_table("ablation", spec, scores, published=report.read_published(PUBLISHED))
+    assert set(gated.panels[0].frame["Gate"]) == {"Pass"} and "same datasets" in gated.note
+    # four of the twelve: HERMES's published means are over other data, so no gate
+    four = {**spec["experiments"]["ablation"], "datasets": datasets[:2] + datasets[6:8]}
+    partial = report.build_table("ablation", {**spec, "experiments": {**spec["experiments"], "ablation": four}},
+                                 scores, published=report.read_published(PUBLISHED))
+    assert "Gate" not in partial.panels[0].frame and "No gate" in partial.note
+    assert "passes_gate" not in set(partial.tidy["metric"])
     unobs = report.build_table("unobserved_quality", spec, scores).panels[0].frame
     assert unobs["Unobserved F1"].iloc[1] == pytest.approx(unobs["HERMES F1"].iloc[1] - 0.03)
+
+
+def test_paper_gate_is_hermes_published_mean_over_its_datasets():
+    """The gate shown on the paper's ablation is HERMES's mean over the very datasets it averages."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    ablation = config["experiments"]["ablation"]
+    keys = [config["datasets"][d]["published"] for d in ablation["datasets"]]
+    hermes = report.read_published(PUBLISHED).query("method == 'HERMES'").set_index("dataset")
+    assert sorted(keys) == sorted(hermes.index)
+    assert hermes.loc[keys, "f1"].mean() == pytest.approx(ablation["gate"]["f1"], abs=1e-4)
+    assert hermes.loc[keys, "nrmse"].mean() == pytest.approx(ablation["gate"]["nrmse"], abs=1e-4)
 
 
 def test_causal_panel_is_event_weighted(canonical):
@@ -117,7 +164,7 @@ def test_causal_panel_is_event_weighted(canonical):
     table = report.build_table("feasibility_sensitivity", spec, scores)
     frame = table.panels[0].frame.set_index("Dataset")
     assert len(table.panels) == 2  # SI and SIR panels, no rate grid
-    assert frame.at["BA--SI", "Battus-Z"] == pytest.approx(0.01)
+    assert frame.at["BA--SI", "Battus-Z (%)"] == pytest.approx(0.01)
 
 
 def _grid_spec(tmp_path):
@@ -151,47 +198,25 @@ def test_sweep_tables(tmp_path):
     assert [p.title for p in tau.panels] == ["Panel A: macro-F1", "Panel B: NRMSE"]
     assert list(tau.panels[0].frame["Dataset"]) == ["A", "B", "Mean"]
     rr = report.build_table("rate_robustness", spec, scores).panels[0].frame
-    assert rr.iloc[0, 0] == ".10/.10 (ref)" and "BA-SIR F1" in rr.columns
+    assert rr.iloc[0, 0] == ".10/.10 (ref)" and "BA--SIR F1" in rr.columns
     large = report.build_table("large_results", spec, scores).panels[0].frame
     means = large[large["Graph"] == "Mean"]
     assert len(means) == 2  # one model (SIR) x two methods
     sub = large[(large["Graph"] != "Mean") & (large["Method"] == "Battus")]
     geo = float(np.exp(np.log(sub["Time (ms)"]).mean()))
     assert means[means["Method"] == "Battus"]["Time (ms)"].iloc[0] == pytest.approx(geo)
-    for name in ("tau_sensitivity", "rate_robustness", "large_results"):
+    for name in ("tau_sensitivity", "rate_robustness", "large_results", "feasibility_sensitivity"):
         t = report.build_table(name, spec, scores)
         report.write_table(t, tmp_path / f"{name}.csv", tmp_path / f"{name}.md", tmp_path / f"{name}.tex")
         assert (tmp_path / f"{name}.tex").read_text().count(r"\toprule") == len(t.panels)
-
-
-def test_figures(tmp_path):
-    spec, scores = _grid_spec(tmp_path)
-    report.figure_tau_curves(spec, scores, tmp_path / "tau.png")
-    report.figure_rate_grid(spec, scores, tmp_path / "grid.png")
-    report.figure_canonical_bars(spec, scores, None, tmp_path / "bars.png")
-    report.figure_timing(spec, scores, [("a", "battus", "default"), ("b", "battus-z", "default")],
-                         tmp_path / "timing.png")
-    for name in ("tau", "grid", "bars", "timing"):
-        data = (tmp_path / f"{name}.png").read_bytes()
-        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
-
-
-def test_history_drawing(tmp_path):
-    from battus.generators import barabasi_albert
-    from battus.infer import method_options, reconstruct
-    from battus.io import write_history, write_prediction
-    from battus.problem import Problem, observe, schedule_times
-    from battus.simulate import simulate
-
-    graph = barabasi_albert(150, 2, seed=1)
-    truth = simulate(graph, "sir", 6, 5, 0.2, 0.1, seed=3)
-    problem = Problem(graph=graph, model="sir", T=6, n0=5, observations=observe(truth, schedule_times(6)),
-                      truth=truth, name="tiny")
-    write_history(tmp_path / "h.h5", problem)
-    recon = reconstruct(problem, method_options("battus-z"), backend="cpu")
-    write_prediction(tmp_path / "p.h5", recon, problem, tmp_path / "h.h5")
-    report.figure_history_drawing({}, tmp_path / "h.h5", [tmp_path / "p.h5"], ["Battus-Z"], tmp_path / "d.png")
-    assert (tmp_path / "d.png").stat().st_size > 5000
+        csv = pd.read_csv(tmp_path / f"{name}.csv", keep_default_na=False)
+        assert list(csv.columns[-2:]) == ["metric", "value"] and (csv != "").all().all(), name
+    tidy = pd.read_csv(tmp_path / "large_results.csv")
+    geo_row = tidy[(tidy["dataset"] == "all") & (tidy["method"] == "Battus") & (tidy["metric"] == "geomean_time_ms")]
+    assert geo_row["value"].iloc[0] == pytest.approx(geo)
+    tau_csv = pd.read_csv(tmp_path / "tau_sensitivity.csv")
+    assert sorted(set(tau_csv["tau"])) == [0.5, 0.65] and set(tau_csv["metric"]) == {"f1", "nrmse", "mean_f1",
+                                                                                     "mean_nrmse"}
 
 
 def test_generators_are_seeded_and_simple():
@@ -238,6 +263,36 @@ def test_make_writes_a_table_and_a_figure_from_score_files(tmp_path):
     summary = report.make("tau_sensitivity", spec, runs, {"scores": paths}, outputs)
     assert "2 panels" in summary and all(p.stat().st_size > 0 for p in outputs)
     report.make("timing", spec, runs, {"scores": paths}, [tmp_path / "timing.png"])
+    report.make("tau_curves", spec, runs, {"scores": paths}, [tmp_path / "tau.png"])
     assert (tmp_path / "timing.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="2 score files"):
         report.make("tau_sensitivity", spec, runs, {"scores": paths[:2]}, outputs)
+
+
+def test_check_paper_tables_reads_the_tidy_csv(tmp_path, canonical, capsys):
+    """workflow_scripts/check_paper_tables.py: every Battus-Z cell of the paper, missing ones fail."""
+    import sys
+
+    import yaml
+
+    sys.path.insert(0, str(ROOT / "workflow_scripts"))
+    from check_paper_tables import main
+
+    spec, scores = canonical
+    table = report.build_table("canonical_quality", spec, scores, published=report.read_published(PUBLISHED))
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"datasets": {d: {"published": info["published"]}
+                                                   for d, info in spec["datasets"].items()}}))
+    csv = tmp_path / "canonical_quality.csv"
+    csv.write_text(report.table_csv(table))
+    assert main([str(csv), "--config", str(config)]) == 0
+    assert "24/24 Battus-Z cells" in capsys.readouterr().out
+    tidy = pd.read_csv(csv)
+    cell = (tidy["method"] == "Battus-Z") & (tidy["dataset"] == "covid-sir") & (tidy["metric"] == "nrmse")
+    tidy.loc[cell, "value"] += 0.0002
+    tidy.to_csv(csv, index=False)
+    assert main([str(csv), "--config", str(config)]) == 1
+    assert "MISMATCH Battus-Z Covid-SIR NRMSE" in capsys.readouterr().out
+    tidy[~cell].to_csv(csv, index=False)
+    assert main([str(csv), "--config", str(config)]) == 1
+    assert "MISSING Battus-Z Covid-SIR nrmse" in capsys.readouterr().out

@@ -4,15 +4,19 @@
     python workflow_scripts/check_paper_tables.py results/ci/report/tables/canonical_quality.csv \
         [--method Battus-Z] [--paper data/published/battus_paper.csv] [--digits 4]
 
-Every (dataset, metric) cell of the chosen method's rows, rounded to four
-decimals, must equal the paper's value (data/published/battus_paper.csv,
-transcribed from tab:canonical-quality); the six-dataset means are checked
-too. Prints a line per mismatch and exits 1 on any, 0 when all agree.
+The table is the workflow's tidy CSV (battus.report: one row per number,
+columns ``model, method, source, dataset, label, metric, value``). Every
+(dataset, metric) cell of the paper's rows for the chosen method
+(data/published/battus_paper.csv, transcribed from tab:canonical-quality)
+must be in the table, measured by the run, and equal the paper's value when
+rounded to four decimals. Prints a line per mismatch or missing cell and exits
+1 on any, 0 when all agree.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -27,42 +31,45 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--method", default="Battus-Z", help="row label to check (default: Battus-Z)")
     ap.add_argument("--paper", default=str(ROOT / "data/published/battus_paper.csv"))
     ap.add_argument("--config", default=str(ROOT / "config/paper.yaml"),
-                    help="config giving each dataset's label and published key")
+                    help="config giving each dataset's published key")
     ap.add_argument("--digits", type=int, default=4)
     args = ap.parse_args(argv)
 
     import yaml
 
     datasets = yaml.safe_load(Path(args.config).read_text())["datasets"]
-    label_to_key = {d["label"]: d["published"] for d in datasets.values() if "published" in d}
+    published_key = {name: d["published"] for name, d in datasets.items() if "published" in d}
     table = pd.read_csv(args.table)
+    missing_columns = {"method", "source", "dataset", "metric", "value"} - set(table.columns)
+    if missing_columns:
+        print(f"check: {args.table} is not the tidy table (no {sorted(missing_columns)} columns)", file=sys.stderr)
+        return 1
+    measured = table[(table["method"] == args.method) & (table["source"] == "measured")
+                     & table["metric"].isin(["f1", "nrmse"]) & table["dataset"].isin(list(published_key))]
+    if measured.empty:
+        print(f"check: no measured {args.method!r} cells of a published dataset in {args.table}", file=sys.stderr)
+        return 1
+    got = {(published_key[r.dataset], r.metric): float(r.value) for r in measured.itertuples()}
     paper = pd.read_csv(args.paper, comment="#")
-    paper = paper[paper["method"] == args.method].set_index("dataset")
-    rows = table[table["Method"] == args.method]
-    if rows.empty:
-        print(f"check: no {args.method!r} rows in {args.table}", file=sys.stderr)
-        return 1
+    paper = paper[paper["method"] == args.method]
     bad = checked = 0
-    for _, row in rows.iterrows():
-        for col, value in row.items():
-            if not isinstance(col, str) or not (col.endswith(" F1") or col.endswith(" NRMSE")):
-                continue
-            label, metric = col.rsplit(" ", 1)
-            if label not in label_to_key:
-                continue
-            key = label_to_key[label]
-            expected = paper.at[key, metric.lower()]
-            got = round(float(value), args.digits)
-            checked += 1
-            if abs(got - round(float(expected), args.digits)) > 10 ** (-args.digits) / 2:
+    d = args.digits
+    for row in paper.itertuples():
+        for metric in ("f1", "nrmse"):
+            expected = round(float(getattr(row, metric)), d)
+            value = got.get((row.dataset, metric))
+            if value is None or math.isnan(value):
                 bad += 1
-                d = args.digits
-                print(f"MISMATCH {args.method} {key} {metric}: got {got:.{d}f}, paper {expected:.{d}f}")
-    if checked == 0:
-        print("check: no dataset column matched a published dataset", file=sys.stderr)
-        return 1
-    print(f"check: {checked - bad}/{checked} {args.method} cells equal the paper to {args.digits} decimals")
-    return 1 if bad else 0
+                print(f"MISSING {args.method} {row.dataset} {metric}: not in the table, paper {expected:.{d}f}")
+                continue
+            checked += 1
+            if abs(round(value, d) - expected) > 10 ** (-d) / 2:
+                bad += 1
+                print(f"MISMATCH {args.method} {row.dataset} {metric.upper()}: got {value:.{d}f}, "
+                      f"paper {expected:.{d}f}")
+    total = 2 * len(paper)
+    print(f"check: {total - bad}/{total} {args.method} cells equal the paper to {d} decimals")
+    return 1 if bad or not checked else 0
 
 
 if __name__ == "__main__":

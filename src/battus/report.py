@@ -1,22 +1,60 @@
 """Assemble the paper's tables and figures from score files.
 
-The workflow's report rules call :func:`build_table` / :func:`build_figure`
-with a *spec* (the experiment's configuration, dataset labels, run labels)
-and the scores they read, keyed ``"dataset|method|variant"``. A table is a
-list of :class:`Panel` objects written by :func:`write_table` as CSV (raw
-numbers, one ``panel`` column when there are several), Markdown and LaTeX
-(booktabs, best values in bold, the paper's ``.8726`` number style).
+The workflow's report rules call :func:`make` with a *spec* (the experiment's
+configuration, dataset labels, run labels) and the score files it reads, keyed
+``"dataset|method|variant"``.
+
+Tables. A :class:`Table` holds wide :class:`Panel` objects for reading and one
+tidy long frame (:attr:`Table.tidy`) for analysis. :func:`write_table` writes
+
+- CSV: the tidy frame. One row per number: the columns that say what was
+  measured (``dataset``, ``label``, ``method``, ...), then ``metric`` and
+  ``value``. Metric names carry their unit (``time_ms``, ``violation_fraction``);
+  every proportion (F1, NRMSE, violation rates) is a fraction in [0, 1].
+  Aggregates over datasets are rows with ``dataset = "all"`` and the metric
+  says how they aggregate (``mean_f1``, ``geomean_time_ms``; a pooled
+  ``violation_fraction`` is event-weighted). Every cell is filled: a value
+  that was not reported (SPIN's OOM) is a missing row, not a blank cell.
+- Markdown and LaTeX (booktabs): the wide panels, best values in bold, the
+  paper's ``.8726`` number style, violation rates in percent (headers say %).
+
+Labels. Config labels are written LaTeX-style (``BA--SI``) because the .tex
+tables need it; :func:`label_text` is the one conversion: an en dash for PNGs,
+Markdown and CSV, ``--`` kept for LaTeX.
+
+Figures. One palette keyed by run (:func:`method_color`), so a method has the
+same colour in every configuration. Axis rule: bar charts start at 0 on F1
+and NRMSE axes alike (a bar's length is its value); line and point plots zoom
+to the data on both. Legends sit outside the plotting area and every label
+inside the canvas (``layout="constrained"``; tests/test_figures.py checks).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+# ---------------------------------------------------------------------------
+# Labels
+
+
+def label_text(text: str, latex: bool = False) -> str:
+    """A config label as printed: ``--``/``---`` become an en/em dash (PNG, Markdown, CSV);
+    with ``latex`` the Unicode dashes become ``--``/``---`` instead."""
+    if latex:
+        return text.replace("\u2014", "---").replace("\u2013", "--")
+    return text.replace("---", "\u2014").replace("--", "\u2013")
+
 
 # ---------------------------------------------------------------------------
 # Tables as data
@@ -41,7 +79,26 @@ class Table:
     name: str
     caption: str
     panels: list[Panel]
+    tidy: pd.DataFrame  # the CSV: one row per number (module docstring)
     note: str = ""
+
+
+def long_rows(ids: dict, metrics: dict) -> list[dict]:
+    """Rows of a tidy frame: ``ids`` repeated for each (metric, value), missing values left out."""
+    rows = []
+    for metric, value in metrics.items():
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        rows.append({**ids, "metric": metric, "value": value})
+    return rows
+
+
+def tidy_frame(rows: list[dict]) -> pd.DataFrame:
+    """A tidy frame whose ``value`` column keeps counts as integers (``884``, not ``884.0``)."""
+    frame = pd.DataFrame(rows)
+    if "value" in frame:
+        frame["value"] = pd.Series([row["value"] for row in rows], index=frame.index, dtype=object)
+    return frame
 
 
 def fmt_value(value, kind: str) -> str:
@@ -105,7 +162,7 @@ def _tex_escape(text: str) -> str:
     for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
                  ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
         text = text.replace(a, b)
-    return text
+    return label_text(text, latex=True)
 
 
 def _with_midrules(latex: str, rows_before: list[int]) -> str:
@@ -130,20 +187,24 @@ def _tex_cell(text: str) -> str:
 
 
 def table_csv(table: Table) -> str:
-    if len(table.panels) == 1:
-        return table.panels[0].frame.to_csv(index=False)
-    frames = [p.frame.assign(panel=p.title)[["panel", *p.frame.columns]] for p in table.panels]
-    return pd.concat(frames, ignore_index=True).to_csv(index=False)
+    """The tidy frame as CSV: labels with en dashes, labels' indentation stripped."""
+    tidy = table.tidy.copy()
+    for col in tidy.columns:
+        if pd.api.types.is_string_dtype(tidy[col]):
+            tidy[col] = tidy[col].map(lambda v: label_text(v.strip()) if isinstance(v, str) else v)
+    return tidy.to_csv(index=False)
 
 
 def table_markdown(table: Table) -> str:
-    parts = [f"### {table.caption}", ""]
+    parts = [f"### {label_text(table.caption)}", ""]
     for panel in table.panels:
         if len(table.panels) > 1 or panel.title:
-            parts += [f"**{panel.title}**", ""]
-        parts += [_formatted(panel, lambda s: f"**{s}**").to_markdown(index=False, disable_numparse=True), ""]
+            parts += [f"**{label_text(panel.title)}**", ""]
+        shown = _formatted(panel, lambda s: f"**{s}**").map(label_text)
+        shown.columns = [label_text(str(c)) for c in shown.columns]
+        parts += [shown.to_markdown(index=False, disable_numparse=True), ""]
     if table.note:
-        parts += [table.note, ""]
+        parts += [label_text(table.note), ""]
     return "\n".join(parts)
 
 
@@ -219,7 +280,7 @@ def read_published(path: str | Path) -> pd.DataFrame:
 
 
 def table_datasets(spec: dict, histories: dict[str, dict]) -> Table:
-    rows = []
+    rows, tidy = [], []
     for d, info in spec["datasets"].items():
         h = histories[d]
         paper = info.get("paper") or {}
@@ -235,32 +296,70 @@ def table_datasets(spec: dict, histories: dict[str, dict]) -> Table:
             "Paper n": paper.get("n", np.nan),
             "Paper |E|": paper.get("edges", np.nan),
         })
+        ids = {"group": info.get("group", ""), "dataset": d, "label": info.get("label", d),
+               "model": h["model"].upper(), "graph_kind": info.get("graph_kind", ""),
+               "diffusion_kind": info.get("diffusion_kind", "")}
+        tidy += long_rows(ids, {"n_vertices": h["n"], "edges": h["edges"], "horizon_T_steps": h["T"],
+                                "paper_n_vertices": paper.get("n"), "paper_edges": paper.get("edges")})
     df = pd.DataFrame(rows)
     if df[["Paper n", "Paper |E|"]].isna().all().all():
         df = df.drop(columns=["Paper n", "Paper |E|"])
     formats = {"n": "int", "|E|": "int", "T": "int", "Paper n": "int", "Paper |E|": "int"}
     return Table("datasets", "Dataset statistics (|E|: arcs for directed graphs, edges otherwise)",
-                 [Panel("", df, formats)])
+                 [Panel("", df, formats)], tidy_frame(tidy))
 
 
-def table_ablation(spec: dict, scores: dict) -> Table:
+def ablation_gate(spec: dict, published: pd.DataFrame | None) -> dict | None:
+    """The ablation's quality gate, or None where it would compare different data.
+
+    The gate's thresholds are HERMES's published means over the canonical
+    suite, so it applies only when the ablation's datasets are that suite:
+    each maps to a published dataset (``published:`` in the config) and
+    together they are exactly the datasets of HERMES's published rows.
+    """
     exp = spec["experiments"]["ablation"]
-    gate = exp["gate"]
-    rows = []
+    if published is None:
+        return None
+    keys = [spec["datasets"].get(d, {}).get("published") for d in exp["datasets"]]
+    hermes = set(published.loc[published["method"] == "HERMES", "dataset"])
+    if not all(keys) or len(set(keys)) != len(keys) or set(keys) != hermes:
+        return None
+    return exp["gate"]
+
+
+def table_ablation(spec: dict, scores: dict, published: pd.DataFrame | None = None) -> Table:
+    exp = spec["experiments"]["ablation"]
+    gate = ablation_gate(spec, published)
+    rows, tidy = [], []
     for row in exp["rows"]:
-        f1 = np.mean([_get(scores, d, row["method"], row["variant"])["hermes"]["f1"] for d in exp["datasets"]])
-        nr = np.mean([_get(scores, d, row["method"], row["variant"])["hermes"]["nrmse"] for d in exp["datasets"]])
-        passed = round(f1, 4) >= gate["f1"] and round(nr, 4) <= gate["nrmse"]
-        rows.append({"Configuration": row["label"], "Method": row["method"], "Variant": row["variant"],
-                     "F1": f1, "NRMSE": nr, "Gate": "Pass" if passed else "Fail"})
+        got = {d: _get(scores, d, row["method"], row["variant"])["hermes"] for d in exp["datasets"]}
+        f1 = float(np.mean([s["f1"] for s in got.values()]))
+        nr = float(np.mean([s["nrmse"] for s in got.values()]))
+        shown = {"Configuration": row["label"], "Method": row["method"], "Variant": row["variant"],
+                 "F1": f1, "NRMSE": nr}
+        ids = {"configuration": row["label"], "method": row["method"], "variant": row["variant"]}
+        for d, s in got.items():
+            tidy += long_rows({**ids, "dataset": d, "label": _label(spec, d)}, {"f1": s["f1"], "nrmse": s["nrmse"]})
+        overall = {"mean_f1": f1, "mean_nrmse": nr}
+        if gate is not None:
+            passed = round(f1, 4) >= gate["f1"] and round(nr, 4) <= gate["nrmse"]
+            shown["Gate"] = "Pass" if passed else "Fail"
+            overall["passes_gate"] = int(passed)
+        rows.append(shown)
+        tidy += long_rows({**ids, "dataset": "all", "label": "Mean"}, overall)
     df = pd.DataFrame(rows)
     groups = [r.get("group", 0) for r in exp["rows"]]
     breaks = [i for i in range(1, len(groups)) if groups[i] != groups[i - 1]]
-    note = (f"Mean over {len(exp['datasets'])} datasets; gate: mean F1 >= {gate['f1']} and "
-            f"mean NRMSE <= {gate['nrmse']} (published HERMES means).")
+    note = f"Mean over {len(exp['datasets'])} datasets."
+    if gate is not None:
+        note += (f" Gate: mean F1 >= {gate['f1']} and mean NRMSE <= {gate['nrmse']}, HERMES's published "
+                 "means over the same datasets.")
+    else:
+        note += (" No gate: HERMES's published means are over the canonical exports, not over these "
+                 "datasets.")
     return Table("ablation", "Systematic simplification ablations",
                  [Panel("", df, {"F1": "metric", "NRMSE": "metric"}, {"F1": "max", "NRMSE": "min"},
-                        rules_before=breaks)], note)
+                        rules_before=breaks)], tidy_frame(tidy), note)
 
 
 def _rank_columns(df: pd.DataFrame, metric_cols: list[tuple[str, str]]) -> pd.Series:
@@ -271,10 +370,11 @@ def _rank_columns(df: pd.DataFrame, metric_cols: list[tuple[str, str]]) -> pd.Se
 
 
 def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd.DataFrame | None,
-                    title: str) -> Panel:
+                    title: str) -> tuple[Panel, pd.DataFrame, int]:
+    """One model's panel, its tidy rows and how many published baseline rows it holds."""
     methods = spec["experiments"]["canonical"]["methods"]
     keys = [spec["datasets"][d].get("published") for d in datasets]
-    rows = []
+    rows, sources = [], []
     if published is not None and all(keys):
         for name, grp in published.groupby("method", sort=False):
             by = grp.set_index("dataset")
@@ -285,6 +385,7 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
                 row[f"{_label(spec, d)} F1"] = by.at[k, "f1"]
                 row[f"{_label(spec, d)} NRMSE"] = by.at[k, "nrmse"]
             rows.append(row)
+            sources.append("published")
     n_published = len(rows)
     for m, v in methods:
         row = {"Method": _method_label(spec, m, v)}
@@ -293,6 +394,7 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
             row[f"{_label(spec, d)} F1"] = s["f1"]
             row[f"{_label(spec, d)} NRMSE"] = s["nrmse"]
         rows.append(row)
+        sources.append("measured")
     df = pd.DataFrame(rows)
     metric_cols = [(f"{_label(spec, d)} {k}", "max" if k == "F1" else "min") for d in datasets for k in ("F1", "NRMSE")]
     df["Rank"] = _rank_columns(df, metric_cols)
@@ -300,119 +402,164 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
     df["Mean NRMSE"] = df[[c for c, h in metric_cols if h == "min"]].mean(axis=1, skipna=True)
     formats = {c: "metric" for c, _ in metric_cols} | {"Rank": "rank", "Mean F1": "metric", "Mean NRMSE": "metric"}
     best = dict(metric_cols) | {"Rank": "min", "Mean F1": "max", "Mean NRMSE": "min"}
-    panel = Panel(title, df, formats, best)
-    panel.n_published = n_published  # type: ignore[attr-defined]
-    return panel
+    model = title.split()[0]
+    tidy = []
+    for (_, row), source in zip(df.iterrows(), sources, strict=True):
+        ids = {"model": model, "method": row["Method"], "source": source}
+        for d in datasets:
+            tidy += long_rows({**ids, "dataset": d, "label": _label(spec, d)},
+                              {"f1": row[f"{_label(spec, d)} F1"], "nrmse": row[f"{_label(spec, d)} NRMSE"]})
+        tidy += long_rows({**ids, "dataset": "all", "label": "Mean"},
+                          {"mean_f1": row["Mean F1"], "mean_nrmse": row["Mean NRMSE"], "mean_rank": row["Rank"]})
+    return Panel(title, df, formats, best), tidy_frame(tidy), n_published
 
 
 def table_canonical_quality(spec: dict, scores: dict, published: pd.DataFrame | None) -> Table:
     exp = spec["experiments"]["canonical"]
-    panels = []
+    panels, tidy, n_published = [], [], 0
     for model, title in (("si", "SI datasets"), ("sir", "SIR datasets")):
         if exp[model]:
-            panels.append(canonical_panel(spec, scores, exp[model], published, title))
+            panel, rows, n = canonical_panel(spec, scores, exp[model], published, title)
+            panels.append(panel)
+            tidy.append(rows)
+            n_published += n
     note = ("Baseline rows reproduce HERMES Table 2 (published values, data/published/hermes_table2.csv); "
             "Battus rows are measured by this run. Rank averages the metric columns (ties share the mean "
             "rank; a missing published value, SPIN's OOM, ranks last and is left out of its means).")
-    if not any(getattr(p, "n_published", 0) for p in panels):
+    if not n_published:
         note = "No published baseline applies to these datasets; only this run's methods are shown."
-    return Table("canonical_quality", "Canonical reconstruction quality", panels, note)
+    return Table("canonical_quality", "Canonical reconstruction quality", panels,
+                 pd.concat(tidy, ignore_index=True), note)
 
 
 def table_unobserved_quality(spec: dict, scores: dict) -> Table:
     exp = spec["experiments"]["canonical"]
     datasets = exp["si"] + exp["sir"]
-    rows = []
+    rows, tidy = [], []
     for m, v in exp["methods"]:
-        got = [_get(scores, d, m, v) for d in datasets]
-        rows.append({
-            "Method": _method_label(spec, m, v),
-            "HERMES F1": np.mean([s["hermes"]["f1"] for s in got]),
-            "HERMES NRMSE": np.mean([s["hermes"]["nrmse"] for s in got]),
-            "Unobserved F1": np.mean([s["unobserved"]["f1"] for s in got]),
-            "Unobserved NRMSE": np.mean([s["unobserved"]["nrmse"] for s in got]),
-        })
+        got = {d: _get(scores, d, m, v) for d in datasets}
+        lab = _method_label(spec, m, v)
+        row = {"Method": lab}
+        for scorer, name in (("hermes", "HERMES"), ("unobserved", "Unobserved")):
+            f1 = float(np.mean([s[scorer]["f1"] for s in got.values()]))
+            nr = float(np.mean([s[scorer]["nrmse"] for s in got.values()]))
+            row |= {f"{name} F1": f1, f"{name} NRMSE": nr}
+            ids = {"method": lab, "scorer": scorer}
+            for d, s in got.items():
+                tidy += long_rows({**ids, "dataset": d, "label": _label(spec, d)},
+                                  {"f1": s[scorer]["f1"], "nrmse": s[scorer]["nrmse"]})
+            tidy += long_rows({**ids, "dataset": "all", "label": "Mean"}, {"mean_f1": f1, "mean_nrmse": nr})
+        rows.append(row)
     df = pd.DataFrame(rows)
     formats = {c: "metric" for c in df.columns if c != "Method"}
     best = {c: ("max" if c.endswith("F1") else "min") for c in formats}
     return Table("unobserved_quality", "Mean canonical quality with and without the observed frames",
-                 [Panel("", df, formats, best)],
+                 [Panel("", df, formats, best)], tidy_frame(tidy),
                  f"Means over {len(datasets)} datasets; unobserved-only drops every observed frame.")
 
 
-def _causal_panel(spec: dict, scores: dict, datasets: list[str], title: str) -> Panel:
+def _causal_panel(spec: dict, scores: dict, datasets: list[str], title: str) -> tuple[Panel, list[dict]]:
+    """Violation rates per dataset (percent in the panel, fractions and counts in the tidy rows)."""
     methods = spec["experiments"]["canonical"]["methods"]
-    rows, totals = [], {}
+    model = title.rsplit(" ", 1)[-1]
+    rows, totals, tidy = [], {}, []
     for d in datasets:
         first = _get(scores, d, *methods[0])
-        row = {"Dataset": _label(spec, d), "Truth": first["causal"]["truth"]["rate"]}
         truth = first["causal"]["truth"]
-        totals.setdefault("Truth", []).append((truth["violations"], truth["events"]))
+        row = {"Dataset": _label(spec, d), "Truth": truth["rate"]}
+        counts = {("Truth", "truth"): truth}
         for m, v in methods:
-            c = _get(scores, d, m, v)["causal"]["prediction"]
-            lab = _method_label(spec, m, v)
+            counts[(_method_label(spec, m, v), v)] = _get(scores, d, m, v)["causal"]["prediction"]
+        for (lab, variant), c in counts.items():
             row[lab] = c["rate"]
-            totals.setdefault(lab, []).append((c["violations"], c["events"]))
+            totals.setdefault((lab, variant), []).append((c["violations"], c["events"]))
+            tidy += long_rows({"panel": "A", "model": model, "dataset": d, "label": _label(spec, d),
+                               "method": lab, "variant": variant},
+                              {"violation_fraction": c["rate"], "violations": c["violations"],
+                               "events": c["events"]})
         rows.append(row)
     weighted = {"Dataset": "Event-weighted"}
-    for lab, pairs in totals.items():
-        events = sum(e for _, e in pairs)
-        weighted[lab] = sum(v for v, _ in pairs) / events if events else 0.0
+    for (lab, variant), pairs in totals.items():
+        violations, events = sum(v for v, _ in pairs), sum(e for _, e in pairs)
+        weighted[lab] = violations / events if events else 0.0
+        tidy += long_rows({"panel": "A", "model": model, "dataset": "all", "label": "Event-weighted",
+                           "method": lab, "variant": variant},
+                          {"violation_fraction": weighted[lab], "violations": violations, "events": events})
     rows.append(weighted)
-    df = pd.DataFrame(rows)
-    cols = [_method_label(spec, m, v) for m, v in methods]
-    return Panel(title, df, {c: "pct" for c in df.columns if c != "Dataset"}, row_best=(cols, "min"),
-                 rules_before=[len(df) - 1])
+    df = pd.DataFrame(rows).rename(columns=lambda c: c if c == "Dataset" else f"{c} (%)")
+    cols = [f"{_method_label(spec, m, v)} (%)" for m, v in methods]
+    panel = Panel(title, df, {c: "pct" for c in df.columns if c != "Dataset"}, row_best=(cols, "min"),
+                  rules_before=[len(df) - 1])
+    return panel, tidy
 
 
-def rate_grid_panel(spec: dict, scores: dict) -> Panel:
+def rate_grid_panel(spec: dict, scores: dict) -> tuple[Panel, list[dict]]:
     exp = spec["experiments"]["rate_grid"]
-    rows = []
+    method = _method_label(spec, exp["method"], "default")
+    rows, tidy = [], []
     for bi, br, variant in spec["rate_variants"]:
         row = {"beta_I": bi, "beta_R": br}
         for d in exp["datasets"]:
-            s = _get(scores, d, exp["method"], variant)["hermes"]
+            record = _get(scores, d, exp["method"], variant)
+            s = record["hermes"]
             row[f"{_label(spec, d)} F1"] = s["f1"]
             row[f"{_label(spec, d)} NRMSE"] = s["nrmse"]
+            # the rates a run inferred with are what identifies it: beta_i/beta_r are rows too
+            tidy += long_rows({"panel": "B", "model": record["model"].upper(), "dataset": d, "label": _label(spec, d),
+                               "method": method, "variant": variant},
+                              {"beta_i": bi, "beta_r": br, "f1": s["f1"], "nrmse": s["nrmse"]})
         rows.append(row)
     df = pd.DataFrame(rows)
     metric = [c for c in df.columns if c.endswith(" F1") or c.endswith(" NRMSE")]
-    return Panel("Panel B: Battus-Z rate sensitivity (F1, NRMSE)", df,
-                 {"beta_I": "rate", "beta_R": "rate"} | {c: "metric" for c in metric},
-                 {c: ("max" if c.endswith("F1") else "min") for c in metric})
+    panel = Panel(f"Panel B: {method} rate sensitivity (F1, NRMSE)", df,
+                  {"beta_I": "rate", "beta_R": "rate"} | {c: "metric" for c in metric},
+                  {c: ("max" if c.endswith("F1") else "min") for c in metric})
+    return panel, tidy
 
 
 def table_feasibility_sensitivity(spec: dict, scores: dict) -> Table:
-    panels = []
+    panels, tidy = [], []
     canon = spec["experiments"].get("canonical")
     if canon:
-        if canon["si"]:
-            panels.append(_causal_panel(spec, scores, canon["si"], "Panel A: causal-violation rate (%), SI"))
-        if canon["sir"]:
-            panels.append(_causal_panel(spec, scores, canon["sir"], "Panel A: causal-violation rate (%), SIR"))
+        for model in ("si", "sir"):
+            if canon[model]:
+                panel, rows = _causal_panel(spec, scores, canon[model],
+                                            f"Panel A: causal-violation rate, {model.upper()}")
+                panels.append(panel)
+                tidy += rows
     if "rate_grid" in spec["experiments"]:
-        panels.append(rate_grid_panel(spec, scores))
+        panel, rows = rate_grid_panel(spec, scores)
+        panels.append(panel)
+        tidy += rows
     return Table("feasibility_sensitivity", "Causal feasibility and Battus-Z rate sensitivity", panels,
-                 "Violation: a non-initial onset with no in-neighbour infected at the preceding frame (Eq. 8).")
+                 tidy_frame(tidy),
+                 "Violation: a non-initial onset with no in-neighbour infected at the preceding frame (Eq. 8); "
+                 "Panel A in percent of onsets.")
 
 
 def table_tau_sensitivity(spec: dict, scores: dict) -> Table:
     exp = spec["experiments"]["tau"]
     taus = list(spec["tau_variants"])
-    panels = []
+    method = _method_label(spec, exp["method"], "default")
+    panels, tidy = [], []
     for metric, how, title in (("f1", "max", "Panel A: macro-F1"), ("nrmse", "min", "Panel B: NRMSE")):
         rows = []
         for d in exp["datasets"]:
             row = {"Dataset": _label(spec, d)}
             for t, variant in spec["tau_variants"].items():
                 row[t] = _get(scores, d, exp["method"], variant)["hermes"][metric]
+                tidy += long_rows({"method": method, "tau": float(t), "dataset": d, "label": _label(spec, d)},
+                                  {metric: row[t]})
             rows.append(row)
         df = pd.DataFrame(rows)
         mean = {"Dataset": "Mean"} | {t: df[t].mean() for t in taus}
+        for t in taus:
+            tidy += long_rows({"method": method, "tau": float(t), "dataset": "all", "label": "Mean"},
+                              {f"mean_{metric}": mean[t]})
         df = pd.concat([df, pd.DataFrame([mean])], ignore_index=True)
         panels.append(Panel(title, df, {t: "metric" for t in taus}, row_best=(taus, how),
                             rules_before=[len(df) - 1]))
-    return Table("tau_sensitivity", "Decode-threshold sensitivity", panels)
+    return Table("tau_sensitivity", "Decode-threshold sensitivity", panels, tidy_frame(tidy))
 
 
 def table_rate_robustness(spec: dict, scores: dict) -> Table:
@@ -421,57 +568,73 @@ def table_rate_robustness(spec: dict, scores: dict) -> Table:
     runs = spec["rate_runs"]  # [dataset, topology, model, beta_i, beta_r]
     pairs = list(dict.fromkeys((bi, br) for *_, bi, br in runs))
     cols = list(dict.fromkeys((topo, model) for _, topo, model, _, _ in runs))
-    rows = []
+    rows, tidy = [], []
     for bi, br in pairs:
         ref = math.isclose(bi, 0.1) and math.isclose(br, 0.1)
         row = {"Gen. (beta_I/beta_R)": f"{fmt_value(bi, 'rate')}/{fmt_value(br, 'rate')}" + (" (ref)" if ref else "")}
         for topo, model in cols:
             d = next(r[0] for r in runs if r[1] == topo and r[2] == model and (r[3], r[4]) == (bi, br))
             s = _get(scores, d, m, v)["hermes"]
-            row[f"{topo.upper()}-{model.upper()} F1"] = s["f1"]
-            row[f"{topo.upper()}-{model.upper()} NRMSE"] = s["nrmse"]
+            label = f"{topo.upper()}--{model.upper()}"
+            row[f"{label} F1"] = s["f1"]
+            row[f"{label} NRMSE"] = s["nrmse"]
+            tidy += long_rows({"method": _method_label(spec, m, v), "generation_beta_i": bi,
+                               "generation_beta_r": br, "reference": int(ref), "topology": topo,
+                               "model": model.upper(), "dataset": d, "label": label},
+                              {"f1": s["f1"], "nrmse": s["nrmse"]})
         rows.append(row)
     df = pd.DataFrame(rows)
     metric = [c for c in df.columns if c.endswith(" F1") or c.endswith(" NRMSE")]
     return Table("rate_robustness", "Generation-side rate misspecification (Battus-Z at fixed rates)",
                  [Panel("", df, {c: "metric" for c in metric},
-                        {c: ("max" if c.endswith("F1") else "min") for c in metric})])
+                        {c: ("max" if c.endswith("F1") else "min") for c in metric})], tidy_frame(tidy))
 
 
 def table_large_results(spec: dict, scores: dict) -> Table:
     exp = spec["experiments"]["large"]
-    rows = []
+    rows, tidy = [], []
     for d in exp["datasets"]:
         for m, v in exp["methods"]:
             s = _get(scores, d, m, v)
-            rows.append({"Graph": _label(spec, d), "Model": s["model"].upper(), "Method": _method_label(spec, m, v),
-                         "F1": s["hermes"]["f1"], "NRMSE": s["hermes"]["nrmse"],
-                         "Time (ms)": 1e3 * s["algorithm_seconds"], "Backend": s.get("backend", ""),
-                         "Device": s.get("device", "")})
+            row = {"Graph": _label(spec, d), "Model": s["model"].upper(), "Method": _method_label(spec, m, v),
+                   "F1": s["hermes"]["f1"], "NRMSE": s["hermes"]["nrmse"],
+                   "Time (ms)": 1e3 * s["algorithm_seconds"], "Backend": s.get("backend", ""),
+                   "Device": s.get("device", "")}
+            rows.append(row)
+            tidy += long_rows({"model": row["Model"], "method": row["Method"], "dataset": d, "label": row["Graph"],
+                               "backend": row["Backend"], "device": row["Device"]},
+                              {"f1": row["F1"], "nrmse": row["NRMSE"], "time_ms": row["Time (ms)"]})
     df = pd.DataFrame(rows)
     means = []
     for (model, method), grp in df.groupby(["Model", "Method"], sort=False):
-        means.append({"Graph": "Mean", "Model": model, "Method": method, "F1": grp["F1"].mean(),
-                      "NRMSE": grp["NRMSE"].mean(),
-                      "Time (ms)": float(np.exp(np.log(grp["Time (ms)"].clip(lower=1e-6)).mean())),
-                      "Backend": "", "Device": ""})
+        mean = {"Graph": "Mean", "Model": model, "Method": method, "F1": grp["F1"].mean(),
+                "NRMSE": grp["NRMSE"].mean(),
+                "Time (ms)": float(np.exp(np.log(grp["Time (ms)"].clip(lower=1e-6)).mean())),
+                "Backend": "", "Device": ""}
+        means.append(mean)
+        tidy += long_rows({"model": model, "method": method, "dataset": "all", "label": "Mean",
+                           "backend": ", ".join(sorted(set(grp["Backend"]))),
+                           "device": ", ".join(sorted(set(grp["Device"])))},
+                          {"mean_f1": mean["F1"], "mean_nrmse": mean["NRMSE"], "geomean_time_ms": mean["Time (ms)"]})
     first_mean = len(df)
     df = pd.concat([df, pd.DataFrame(means)], ignore_index=True)
     return Table("large_results", "Large-graph results (time: fit-inference-decode interval)",
                  [Panel("", df, {"F1": "metric", "NRMSE": "metric", "Time (ms)": "ms"},
                         {"F1": "max", "NRMSE": "min", "Time (ms)": "min"}, best_by=["Graph", "Model"],
                         rules_before=[first_mean])],
-                 "Quality means are arithmetic, time means geometric.")
+                 tidy_frame(tidy), "Quality means are arithmetic, time means geometric.")
 
 
 def build_table(name: str, spec: dict, scores: dict, histories: dict | None = None,
                 published: pd.DataFrame | None = None) -> Table:
+    """One of the paper's tables (REPORT_ITEMS) from its spec and scores."""
     if name == "datasets":
         return table_datasets(spec, histories or {})
     if name == "canonical_quality":
         return table_canonical_quality(spec, scores, published)
+    if name == "ablation":
+        return table_ablation(spec, scores, published)
     builders = {
-        "ablation": table_ablation,
         "unobserved_quality": table_unobserved_quality,
         "feasibility_sensitivity": table_feasibility_sensitivity,
         "tau_sensitivity": table_tau_sensitivity,
@@ -495,6 +658,24 @@ def history_summary(path: str | Path) -> dict:
 # ---------------------------------------------------------------------------
 # Figures
 
+# One colour per run, whatever the configuration lists first; runs not named
+# here and published baselines get a stable colour from their key.
+METHOD_COLORS = {
+    "battus/default": "#1f77b4",
+    "battus-z/default": "#ff7f0e",
+    "battus-z/causal": "#2ca02c",
+    "HERMES": "#444444",
+}
+_SPARE_COLORS = ("#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f")
+DPI = 130
+
+
+def method_color(key: str) -> str:
+    """The colour of a run (``"method/variant"``) or a published method (its name) in every figure."""
+    if key in METHOD_COLORS:
+        return METHOD_COLORS[key]
+    return _SPARE_COLORS[zlib.crc32(key.encode()) % len(_SPARE_COLORS)]
+
 
 def _plt():
     import matplotlib
@@ -505,35 +686,78 @@ def _plt():
     return plt
 
 
-def figure_tau_curves(spec: dict, scores: dict, out: str | Path) -> None:
-    plt = _plt()
+def _figure(width: float, height: float) -> Figure:
+    # constrained layout keeps every label, tick and outside legend inside the canvas
+    return _plt().figure(figsize=(width, height), layout="constrained")
+
+
+def save_figure(fig: Figure, out: str | Path) -> None:
+    fig.savefig(out, dpi=DPI)
+    _plt().close(fig)
+
+
+def _text_color(rgba) -> str:
+    """Black or white, whichever contrasts more with a cell colour (WCAG relative luminance)."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(c) for c in rgba[:3])
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "black" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "white"
+
+
+def _spread(values: list[float], gap: float) -> list[float]:
+    """Positions near ``values``, in the same order, at least ``gap`` apart (end labels)."""
+    order = np.argsort(values, kind="stable")
+    placed = np.asarray(values, float)[order].copy()
+    for i in range(1, len(placed)):
+        placed[i] = max(placed[i], placed[i - 1] + gap)
+    # centre the shifted block on the original values
+    placed -= (placed.mean() - np.mean(values)) if len(placed) else 0.0
+    out = np.empty_like(placed)
+    out[order] = placed
+    return out.tolist()
+
+
+def figure_tau_curves(spec: dict, scores: dict) -> Figure:
     exp = spec["experiments"]["tau"]
+    method_key = f"{exp['method']}/default"
+    method = _method_label(spec, exp["method"], "default")
     taus = [float(t) for t in spec["tau_variants"]]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig = _figure(10, 4.6)
+    axes = fig.subplots(1, 2)
     for ax, metric, name in ((axes[0], "f1", "macro-F1"), (axes[1], "nrmse", "NRMSE")):
         curves = []
         for d in exp["datasets"]:
             ys = [_get(scores, d, exp["method"], v)["hermes"][metric] for v in spec["tau_variants"].values()]
             curves.append(ys)
-            ax.plot(taus, ys, color="0.6", lw=0.8, marker=".")
-            ax.annotate(_label(spec, d), (taus[-1], ys[-1]), fontsize=6, color="0.4")
-        ax.plot(taus, np.mean(curves, axis=0), color="C0", lw=2.5, marker="o", label="mean")
-        ax.axvline(0.65, color="C3", ls="--", lw=1, label="reported tau = .65")
-        ax.set_xlabel("decode threshold tau")
+            ax.plot(taus, ys, color="0.65", lw=0.8, marker=".")
+        ax.plot(taus, np.mean(curves, axis=0), color=method_color(method_key), lw=2.5, marker="o",
+                label=f"{method}, mean over datasets")
+        ax.axvline(0.65, color="black", ls="--", lw=1, label="reported \u03c4 = .65")
+        ax.set_xlabel("decode threshold \u03c4")
         ax.set_ylabel(name)
-        ax.legend(fontsize=8)
-    fig.suptitle("Battus-Z decode-threshold sensitivity")
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
+        # end labels right of the last point, pushed apart so they do not overlap
+        low, high = ax.get_ylim()
+        ends = _spread([c[-1] for c in curves], gap=0.055 * (high - low))
+        for d, c, y in zip(exp["datasets"], curves, ends, strict=True):
+            ax.annotate(label_text(_label(spec, d)), (taus[-1], c[-1]), xytext=(8, y),
+                        textcoords=("offset points", "data"), fontsize=8, color="0.3", va="center",
+                        annotation_clip=False)
+        ax.set_ylim(min(low, min(ends)), max(high, max(ends)))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8)
+    fig.suptitle(f"{method} decode-threshold sensitivity (grey: one dataset each)")
+    return fig
 
 
-def figure_rate_grid(spec: dict, scores: dict, out: str | Path) -> None:
-    plt = _plt()
+def figure_rate_grid(spec: dict, scores: dict) -> Figure:
     exp = spec["experiments"]["rate_grid"]
+    method = _method_label(spec, exp["method"], "default")
     bis, brs = exp["beta_i"], exp["beta_r"]
     nd = len(exp["datasets"])
-    fig, axes = plt.subplots(2, nd, figsize=(3.6 * nd, 6.4), squeeze=False)
+    fig = _figure(3.8 * nd + 0.4, 6.6)
+    axes = fig.subplots(2, nd, squeeze=False)
     variants = {(bi, br): v for bi, br, v in spec["rate_variants"]}
     for j, d in enumerate(exp["datasets"]):
         for i, (metric, cmap) in enumerate((("f1", "viridis"), ("nrmse", "viridis_r"))):
@@ -543,134 +767,134 @@ def figure_rate_grid(spec: dict, scores: dict, out: str | Path) -> None:
             im = ax.imshow(grid, cmap=cmap, origin="lower")
             for a in range(len(bis)):
                 for b in range(len(brs)):
-                    ax.text(b, a, fmt_value(grid[a, b], "metric"), ha="center", va="center", fontsize=7, color="w")
+                    ax.text(b, a, fmt_value(grid[a, b], "metric"), ha="center", va="center", fontsize=8,
+                            color=_text_color(im.cmap(im.norm(grid[a, b]))))
             ax.set_xticks(range(len(brs)), [fmt_value(x, "rate") for x in brs])
             ax.set_yticks(range(len(bis)), [fmt_value(x, "rate") for x in bis])
-            ax.set_xlabel("beta_R")
-            ax.set_ylabel("beta_I")
-            ax.set_title(f"{_label(spec, d)} {metric.upper()}", fontsize=9)
-            fig.colorbar(im, ax=ax, shrink=0.75)
-    fig.suptitle("Battus-Z inference-rate grid")
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
+            ax.set_xlabel(r"$\beta_R$ used for inference")
+            ax.set_ylabel(r"$\beta_I$ used for inference")
+            ax.set_title(f"{label_text(_label(spec, d))} {'macro-F1' if metric == 'f1' else 'NRMSE'}", fontsize=9)
+            fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.suptitle(f"{method} inference-rate grid")
+    return fig
 
 
-def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | None, out: str | Path) -> None:
-    plt = _plt()
+def _bar_offsets(n: int) -> tuple[np.ndarray, float]:
+    width = 0.8 / max(1, n)
+    return (np.arange(n) - (n - 1) / 2) * width, width
+
+
+def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | None) -> Figure:
     exp = spec["experiments"]["canonical"]
     datasets = exp["si"] + exp["sir"]
-    series: dict[str, list] = {}
+    series: dict[str, tuple[str, list]] = {}  # colour key -> (label, [(f1, nrmse)])
     for m, v in exp["methods"]:
-        lab = _method_label(spec, m, v)
-        series[lab] = [(_get(scores, d, m, v)["hermes"]["f1"], _get(scores, d, m, v)["hermes"]["nrmse"])
-                       for d in datasets]
+        series[f"{m}/{v}"] = (_method_label(spec, m, v),
+                              [(_get(scores, d, m, v)["hermes"]["f1"], _get(scores, d, m, v)["hermes"]["nrmse"])
+                               for d in datasets])
     if published is not None:
         hermes = published[published["method"] == "HERMES"].set_index("dataset")
         keys = [spec["datasets"][d].get("published") for d in datasets]
         if all(k in hermes.index for k in keys if k) and any(keys):
-            series["HERMES (published)"] = [
+            series["HERMES"] = ("HERMES (published)", [
                 (hermes.at[k, "f1"], hermes.at[k, "nrmse"]) if k else (np.nan, np.nan) for k in keys
-            ]
-    fig, axes = plt.subplots(2, 1, figsize=(max(6, 0.9 * len(datasets) + 2), 6.5), sharex=True)
-    width = 0.8 / max(1, len(series))
+            ])
+    fig = _figure(max(6.5, 0.9 * len(datasets) + 2), 7)
+    axes = fig.subplots(2, 1, sharex=True)
+    offsets, width = _bar_offsets(len(series))
     x = np.arange(len(datasets))
-    for k, (lab, vals) in enumerate(series.items()):
+    for offset, (key, (lab, vals)) in zip(offsets, series.items(), strict=True):
         for i, ax in enumerate(axes):
-            ax.bar(x + (k - (len(series) - 1) / 2) * width, [v[i] for v in vals], width, label=lab)
+            ax.bar(x + offset, [v[i] for v in vals], width, label=label_text(lab), color=method_color(key))
+    # the axis rule: bars start at 0 on both metrics (a bar's length is its value)
+    axes[0].set_ylim(0, 1)
+    axes[1].set_ylim(bottom=0)
     axes[0].set_ylabel("macro-F1 (higher is better)")
     axes[1].set_ylabel("NRMSE (lower is better)")
-    axes[0].set_ylim(bottom=max(0.0, min(v[0] for vals in series.values() for v in vals if not np.isnan(v[0])) - 0.1))
-    axes[1].set_xticks(x, [_label(spec, d) for d in datasets], rotation=35, ha="right")
-    axes[0].legend(fontsize=8, ncol=len(series))
+    axes[1].set_xticks(x, [label_text(_label(spec, d)) for d in datasets], rotation=35, ha="right")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(series)), fontsize=8)
     fig.suptitle("Per-dataset quality")
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
+    return fig
 
 
-def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None, out: str | Path) -> None:
+def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None) -> Figure:
     """Event-weighted causal violations against mean F1, one point per method and model.
 
     HERMES's published per-dataset F1 gives its mean as a horizontal line: its
     sampler enforces feasibility, but no violation rate is published, so it is
     not drawn as a point. The truth's own violation rate is a vertical line.
     """
-    plt = _plt()
     exp = spec["experiments"]["canonical"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig = _figure(8.4, 4.6)
+    ax = fig.subplots()
     markers = {"si": "o", "sir": "s"}
     for model in ("si", "sir"):
         datasets = exp.get(model, [])
         if not datasets:
             continue
         truths = [_get(scores, d, *exp["methods"][0])["causal"]["truth"] for d in datasets]
-        truth_pairs = [(t["violations"], t["events"]) for t in truths]
-        truth_cv = sum(v for v, _ in truth_pairs) / max(1, sum(e for _, e in truth_pairs))
-        ax.axvline(100 * truth_cv, color="grey", lw=0.8, ls=":" if model == "si" else "-.")
-        ax.annotate(f"truth {model.upper()}", (100 * truth_cv, 1.0 if model == "si" else 0.5),
-                    xycoords=("data", "axes fraction"), fontsize=7, rotation=90, va="top", ha="right",
-                    color="grey")
-        for k, (m, v) in enumerate(exp["methods"]):
+        truth_cv = sum(t["violations"] for t in truths) / max(1, sum(t["events"] for t in truths))
+        ax.axvline(100 * truth_cv, color="grey", lw=0.8, ls=":" if model == "si" else "-.",
+                   label=f"truth {model.upper()} violation rate")
+        for m, v in exp["methods"]:
             runs = [_get(scores, d, m, v) for d in datasets]
             violations = sum(r["causal"]["prediction"]["violations"] for r in runs)
             events = sum(r["causal"]["prediction"]["events"] for r in runs)
             f1 = float(np.mean([r["hermes"]["f1"] for r in runs]))
-            ax.scatter(100 * violations / max(1, events), f1, marker=markers[model], color=f"C{k}", s=46,
-                       label=f"{_method_label(spec, m, v)} ({model.upper()})")
+            ax.scatter(100 * violations / max(1, events), f1, marker=markers[model], color=method_color(f"{m}/{v}"),
+                       s=46, label=f"{label_text(_method_label(spec, m, v))} ({model.upper()})")
     if published is not None:
         hermes = published[published["method"] == "HERMES"].set_index("dataset")
         keys = [spec["datasets"][d].get("published") for d in exp.get("si", []) + exp.get("sir", [])]
         values = [hermes.at[k, "f1"] for k in keys if k and k in hermes.index]
         if values:
-            ax.axhline(float(np.mean(values)), color="black", lw=0.8, ls="--")
-            ax.annotate("HERMES (published mean F1)", (0.99, float(np.mean(values))),
-                        xycoords=("axes fraction", "data"), fontsize=7, ha="right", va="bottom")
-    ax.set_xlabel("event-weighted causal violations (%)")
+            ax.axhline(float(np.mean(values)), color=method_color("HERMES"), lw=0.8, ls="--",
+                       label="HERMES published mean F1")
+    ax.margins(x=0.08, y=0.12)
+    ax.set_xlabel("event-weighted causal violations (% of onsets)")
     ax.set_ylabel("mean macro-F1 (HERMES-compatible)")
-    ax.legend(fontsize=7, loc="lower right")
+    # outside the axes: inside, it covered points
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     ax.set_title("Graph-causal feasibility against accuracy")
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
+    return fig
 
 
-def figure_timing(spec: dict, scores: dict, runs: list, out: str | Path) -> None:
-    plt = _plt()
+def figure_timing(spec: dict, scores: dict, runs: list) -> Figure:
     rows = []
     for d, m, v in runs:
         s = _get(scores, d, m, v)
-        rows.append({"dataset": _label(spec, d), "n": s["n"], "method": _method_label(spec, m, v),
-                     "ms": 1e3 * s["algorithm_seconds"], "backend": s.get("backend", "")})
-    df = pd.DataFrame(rows).drop_duplicates(["dataset", "method"])
+        rows.append({"dataset": label_text(_label(spec, d)), "n": s["n"], "key": f"{m}/{v}",
+                     "method": label_text(_method_label(spec, m, v)), "ms": 1e3 * s["algorithm_seconds"],
+                     "backend": s.get("backend", "")})
+    df = pd.DataFrame(rows).drop_duplicates(["dataset", "key"])
     order = df.groupby("dataset")["n"].first().sort_values().index.tolist()
-    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(order) + 2), 4.5))
-    methods = list(dict.fromkeys(df["method"]))
-    width = 0.8 / max(1, len(methods))
+    fig = _figure(max(6.5, 0.7 * len(order) + 2.5), 5)
+    ax = fig.subplots()
+    keys = list(dict.fromkeys(df["key"]))
+    offsets, width = _bar_offsets(len(keys))
     x = np.arange(len(order))
-    for k, method in enumerate(methods):
-        sub = df[df["method"] == method].set_index("dataset").reindex(order)
-        ax.bar(x + (k - (len(methods) - 1) / 2) * width, sub["ms"], width, label=method)
+    for offset, key in zip(offsets, keys, strict=True):
+        sub = df[df["key"] == key].set_index("dataset").reindex(order)
+        ax.bar(x + offset, sub["ms"], width, label=sub["method"].dropna().iloc[0], color=method_color(key))
     ax.set_yscale("log")
     ax.set_ylabel("algorithm interval (ms, log scale)")
     n_of = df.groupby("dataset")["n"].first()
     ax.set_xticks(x, [f"{d}\nn={n_of[d]:,}" for d in order], rotation=35, ha="right", fontsize=7)
     backends = ", ".join(sorted(set(df["backend"])))
     ax.set_title(f"Fit-inference-decode time per run (backend: {backends})")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    return fig
 
 
-def figure_history_drawing(spec: dict, history_path: str | Path, predictions: list, labels: list,
-                           out: str | Path, max_vertices: int = 120) -> None:
+def figure_history_drawing(spec: dict, dataset: str, history_path: str | Path, predictions: list,
+                           labels: list, max_vertices: int = 120) -> Figure:
     """Truth and reconstructions as frame-by-vertex state rasters (the paper's Fig. 2 idea)."""
     from matplotlib.colors import ListedColormap
+    from matplotlib.ticker import MaxNLocator
 
     from .io import read_history, read_prediction
 
-    plt = _plt()
     problem = read_history(history_path, require_truth=True)
     truth = problem.truth
     onset = np.where((truth != 0).any(axis=0), np.argmax(truth != 0, axis=0), truth.shape[0])
@@ -679,19 +903,38 @@ def figure_history_drawing(spec: dict, history_path: str | Path, predictions: li
     order = picked[np.argsort(onset[picked], kind="stable")]
     cmap = ListedColormap(["#d9e6f2", "#d62728", "#7f7f7f"])
     panels = [("truth", truth)]
-    panels += [(lab, read_prediction(p)["states"]) for lab, p in zip(labels, predictions, strict=True)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 4.6), sharey=True)
-    for ax, (title, states) in zip(np.atleast_1d(axes), panels, strict=True):
+    panels += [(label_text(lab), read_prediction(p)["states"]) for lab, p in zip(labels, predictions, strict=True)]
+    fig = _figure(3.2 * len(panels), 4.8)
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
+    for ax, (title, states) in zip(axes, panels, strict=True):
         ax.imshow(states[:, order].T, aspect="auto", cmap=cmap, vmin=0, vmax=2, interpolation="nearest")
         for t in problem.observations.times:
             ax.axvline(t, color="k", lw=0.8, ls=":")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # frames are whole numbers
         ax.set_xlabel("frame t (dotted: observed)")
         ax.set_title(title, fontsize=9)
-    np.atleast_1d(axes)[0].set_ylabel(f"{len(order)} vertices, sorted by true onset")
-    fig.suptitle(f"{problem.name}: S (light), I (red), R (grey)")
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
+    axes[0].set_ylabel(f"{len(order)} vertices, sorted by true onset")
+    fig.suptitle(f"{label_text(_label(spec, dataset))}: S (light), I (red), R (grey)")
+    return fig
+
+
+def render_figure(name: str, spec: dict, runs: list, inputs: dict) -> Figure:
+    """One figure of REPORT_ITEMS from its input files (as :func:`make` reads them), not saved."""
+    published = read_published(inputs["published"]) if "published" in inputs else None
+    if name == "history_drawing":
+        labels = [spec["labels"][f"{m}/{v}"] for _, m, v in runs]
+        return figure_history_drawing(spec, runs[0][0], inputs["history"], list(inputs["predictions"]), labels)
+    scores = load_scores(runs, list(inputs.get("scores", [])))
+    figures = {
+        "tau_curves": lambda: figure_tau_curves(spec, scores),
+        "rate_grid_heatmaps": lambda: figure_rate_grid(spec, scores),
+        "canonical_bars": lambda: figure_canonical_bars(spec, scores, published),
+        "cv_vs_f1": lambda: figure_cv_vs_f1(spec, scores, published),
+        "timing": lambda: figure_timing(spec, scores, runs),
+    }
+    if name not in figures:
+        raise ValueError(f"unknown figure {name!r}")
+    return figures[name]()
 
 
 # ---------------------------------------------------------------------------
@@ -710,7 +953,8 @@ class ReportItem:
 
 REPORT_ITEMS = {
     "datasets": ReportItem("table", ("datasets",)),  # reads the histories, no scores
-    "ablation": ReportItem("table", ("ablation",)),
+    # the published rows decide whether the ablation's gate applies (same datasets)
+    "ablation": ReportItem("table", ("ablation",), published=True),
     "canonical_quality": ReportItem("table", ("canonical",), published=True),
     "unobserved_quality": ReportItem("table", ("canonical",)),
     "feasibility_sensitivity": ReportItem("table", ("canonical", "rate_grid")),
@@ -778,27 +1022,14 @@ def make(name: str, spec: dict, runs: list, inputs: dict, outputs: list) -> str:
     ``published`` (HERMES Table 2 rows), each present only where needed.
     Returns a one-line summary for the log.
     """
-    published = read_published(inputs["published"]) if "published" in inputs else None
-    if name == "history_drawing":
-        labels = [spec["labels"][f"{m}/{v}"] for _, m, v in runs]
-        figure_history_drawing(spec, inputs["history"], list(inputs["predictions"]), labels, outputs[0])
+    if REPORT_ITEMS[name].kind == "figure":
+        save_figure(render_figure(name, spec, runs, inputs), outputs[0])
         return f"wrote {outputs[0]}"
+    published = read_published(inputs["published"]) if "published" in inputs else None
     scores = load_scores(runs, list(inputs.get("scores", [])))
-    if REPORT_ITEMS[name].kind == "table":
-        histories = None
-        if "histories" in inputs:
-            histories = {d: history_summary(p) for d, p in zip(spec["datasets"], inputs["histories"], strict=True)}
-        table = build_table(name, spec, scores, histories=histories, published=published)
-        write_table(table, *outputs)
-        return f"wrote {outputs[0]} ({len(table.panels)} panels)"
-    figures = {
-        "tau_curves": lambda out: figure_tau_curves(spec, scores, out),
-        "rate_grid_heatmaps": lambda out: figure_rate_grid(spec, scores, out),
-        "canonical_bars": lambda out: figure_canonical_bars(spec, scores, published, out),
-        "cv_vs_f1": lambda out: figure_cv_vs_f1(spec, scores, published, out),
-        "timing": lambda out: figure_timing(spec, scores, runs, out),
-    }
-    if name not in figures:
-        raise ValueError(f"unknown figure {name!r}")
-    figures[name](outputs[0])
-    return f"wrote {outputs[0]}"
+    histories = None
+    if "histories" in inputs:
+        histories = {d: history_summary(p) for d, p in zip(spec["datasets"], inputs["histories"], strict=True)}
+    table = build_table(name, spec, scores, histories=histories, published=published)
+    write_table(table, *outputs)
+    return f"wrote {outputs[0]} ({len(table.panels)} panels, {len(table.tidy)} CSV rows)"
