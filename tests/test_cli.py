@@ -276,3 +276,22 @@ def test_repeats_record_the_median_and_every_run(tmp_path, history):
     score = tmp_path / "s.json"
     assert main(["score", str(history), str(thrice), "--out", str(score), "--quiet"]) == 0
     assert json.loads(score.read_text())["algorithm_seconds_runs"] == runs
+
+
+def test_score_reports_calibration_of_posteriors_and_refuses_bad_ones(tmp_path, history, capsys):
+    import json
+
+    pred = tmp_path / "pred.h5"
+    assert main(["reconstruct", str(history), "--out", str(pred), "--method", "battus-z", "--backend", "cpu",
+                 "--posteriors", "--quiet"]) == 0
+    score = tmp_path / "s.json"
+    assert main(["score", str(history), str(pred), "--out", str(score), "--quiet"]) == 0
+    calibration = json.loads(score.read_text())["calibration"]
+    assert 0 < calibration["brier"] < 2 and calibration["log_loss"] > 0 and calibration["frames"] == "unobserved"
+    with h5py.File(pred, "r+") as f:
+        f["posteriors"][0] *= 0.5  # no longer sums to 1
+    capsys.readouterr()
+    assert main(["score", str(history), str(pred), "--out", str(tmp_path / "t.json")]) == 2
+    err = capsys.readouterr().err
+    assert "posteriors" in err and "sum to 1" in err and err.count("\n") == 1
+    assert not (tmp_path / "t.json").exists()

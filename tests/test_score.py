@@ -42,3 +42,43 @@ def test_unknown_convention_is_refused():
     truth = np.zeros((3, 4), dtype=np.uint8)
     with pytest.raises(ValueError, match="convention"):
         nrmse(truth, truth, "si", convention="hermes")
+
+
+def test_calibration_of_perfect_uniform_and_overconfident_posteriors():
+    from battus.score import calibration_score
+
+    rng = np.random.default_rng(2)
+    truth = monotone_history(rng, 8, 200, "sir")
+    obs = np.array([4, 8])
+    perfect = np.stack([truth == x for x in range(3)]).astype(np.float32)
+    c = calibration_score(truth, perfect, obs)
+    assert c["brier"] == 0 and c["log_loss"] == pytest.approx(0, abs=1e-12) and c["ece"] == 0
+    assert c["overconfidence"] == 0
+    uniform = np.full((3, *truth.shape), 1 / 3, dtype=np.float64)
+    c = calibration_score(truth, uniform, obs)
+    assert c["brier"] == pytest.approx(2 / 3) and c["log_loss"] == pytest.approx(np.log(3))
+    assert c["overconfidence"] < 0  # 1/3 confidence, right more often than that in a 3-state history
+    # certain and wrong: overconfident, and the log-loss is capped by the floor, not infinite
+    wrong = np.roll(perfect, 1, axis=0)
+    c = calibration_score(truth, wrong, obs)
+    assert c["overconfidence"] == pytest.approx(1.0) and c["brier"] == pytest.approx(2.0)
+    assert np.isfinite(c["log_loss"]) and c["log_loss"] > 30
+    # reliability: the bins partition the unobserved cells
+    assert sum(c["reliability"]["count"]) == (truth.shape[0] - len(obs)) * truth.shape[1]
+    assert calibration_score(truth, perfect, np.arange(9)) is None
+
+
+def test_reliability_bins_match_a_direct_count():
+    from battus.score import calibration_score
+
+    rng = np.random.default_rng(3)
+    truth = monotone_history(rng, 6, 300, "si")
+    p_inf = rng.random(truth.shape)
+    posteriors = np.stack([1 - p_inf, p_inf, np.zeros_like(p_inf)])
+    c = calibration_score(truth, posteriors, np.array([6]))
+    keep = slice(0, 6)
+    q, y = p_inf[keep].ravel(), truth[keep].ravel() > 0
+    for b in range(10):
+        inside = (q >= b / 10) & (q < (b + 1) / 10)
+        assert c["reliability"]["count"][b] == inside.sum()
+        assert c["reliability"]["observed_frequency"][b] == pytest.approx(y[inside].mean())

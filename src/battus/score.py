@@ -145,6 +145,70 @@ def score_all(problem, states: np.ndarray) -> dict:
     }
 
 
+RELIABILITY_BINS = 10
+LOG_LOSS_FLOOR = 1e-15  # a probability of 0 on the true state costs -log(1e-15), not infinity
+
+
+def calibration_score(truth: np.ndarray, posteriors: np.ndarray, obs_times: np.ndarray) -> dict | None:
+    """How well a method's probabilities match the truth, on the frames it did not observe.
+
+    ``posteriors[x, t, u]`` is the probability that vertex ``u`` is in state
+    ``x`` (S, I, R) at frame ``t``. Returns the multi-class Brier score (mean
+    over cells of the squared distance to the one-hot truth), the log-loss,
+    and a reliability diagram of P(not S) = P(I) + P(R) in equal-width bins
+    (mean predicted probability and observed frequency of I or R per bin),
+    with its expected calibration error and the overconfidence (mean
+    probability of the most likely state minus how often it is the truth:
+    positive = overconfident). None when every frame was observed.
+    """
+    T = truth.shape[0] - 1
+    keep = np.setdiff1d(np.arange(T + 1), np.asarray(obs_times))
+    if keep.size == 0:
+        return None
+    p = posteriors[:, keep, :].astype(np.float64)  # (3, frames, n)
+    y = truth[keep].astype(np.int64)  # (frames, n)
+    onehot = np.stack([y == x for x in range(3)]).astype(np.float64)
+    brier = float(np.mean(np.sum((p - onehot) ** 2, axis=0)))
+    p_true = np.take_along_axis(p, y[None], axis=0)[0]
+    log_loss = float(-np.mean(np.log(np.maximum(p_true, LOG_LOSS_FLOOR))))
+    infected = (p[1] + p[2]).ravel()
+    outcome = (y > 0).ravel().astype(np.float64)
+    bins = np.minimum((infected * RELIABILITY_BINS).astype(np.int64), RELIABILITY_BINS - 1)
+    count = np.bincount(bins, minlength=RELIABILITY_BINS)
+    predicted = np.bincount(bins, weights=infected, minlength=RELIABILITY_BINS)
+    observed = np.bincount(bins, weights=outcome, minlength=RELIABILITY_BINS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_predicted = np.where(count > 0, predicted / count, np.nan)
+        frequency = np.where(count > 0, observed / count, np.nan)
+    ece = float(np.sum(np.abs(predicted - observed)) / count.sum())
+    confidence = p.max(axis=0)
+    accuracy = (p.argmax(axis=0) == y).astype(np.float64)
+    return {
+        "frames": "unobserved",
+        "brier": brier,
+        "log_loss": log_loss,
+        "ece": ece,
+        "overconfidence": float(np.mean(confidence) - np.mean(accuracy)),
+        "reliability": {
+            "bins": RELIABILITY_BINS,
+            "count": count.tolist(),
+            "mean_predicted": [None if np.isnan(x) else float(x) for x in mean_predicted],
+            "observed_frequency": [None if np.isnan(x) else float(x) for x in frequency],
+        },
+    }
+
+
+def _check_posteriors(posteriors: np.ndarray, truth: np.ndarray, source: str) -> None:
+    expected = (3, *truth.shape)
+    if posteriors.shape != expected:
+        raise InputError(source, "posteriors", f"shape {posteriors.shape}, expected (3, T+1, n) = {expected}")
+    if not np.isfinite(posteriors).all() or posteriors.min() < 0 or posteriors.max() > 1:
+        raise InputError(source, "posteriors", "probabilities must be finite and lie in [0, 1]")
+    worst = float(np.abs(posteriors.sum(axis=0, dtype=np.float64) - 1).max())
+    if worst > 1e-3:
+        raise InputError(source, "posteriors", f"the probabilities of a cell must sum to 1 (off by {worst:.3g})")
+
+
 def _timing(prediction: dict, source: str) -> dict:
     """The warm-up and every timed run of a prediction, when it records them (a prediction may
     come from any method, so both are optional; they are checked like any input)."""
@@ -201,4 +265,13 @@ def score_prediction(problem, prediction: dict, source: str) -> dict:
         "beta_r": prediction["beta_r"] if math.isfinite(prediction["beta_r"]) else None,
         "params": prediction["params"],
         **score_all(problem, states),
+        **_calibration(problem, prediction, source),
     }
+
+
+def _calibration(problem, prediction: dict, source: str) -> dict:
+    posteriors = prediction.get("posteriors")
+    if posteriors is None:  # a method without probabilities
+        return {}
+    _check_posteriors(posteriors, problem.truth, source)
+    return {"calibration": calibration_score(problem.truth, posteriors, problem.observations.times)}
