@@ -108,3 +108,30 @@ def test_positive_control_needs_the_truth(tmp_path, ba, capsys):
     assert "truth" in capsys.readouterr().err and not (tmp_path / "p.h5").exists()
     assert main(["baseline", str(history), "--out", str(tmp_path / "p.h5"), "--method", "graph-distance",
                  "--quiet"]) == 0
+
+
+def test_the_dittos_protocol_reaches_baselines_and_plugins(tmp_path, ba):
+    """--schedule final re-observes the truth at {T} alone for baselines and plug-ins, as for reconstruct."""
+    import sys
+    from pathlib import Path
+
+    problem = make_problem(ba, "sir")
+    history = tmp_path / "h.h5"
+    write_history(history, problem)
+    example = Path(__file__).resolve().parents[1] / "examples/methods/forward_fill.py"
+    made = {
+        "baseline": ["baseline", str(history), "--method", "observed-copy"],
+        "plugin": ["run-method", str(history), "--name", "ff",
+                   "--command", f"{sys.executable} {example} {{history}} {{out}}"],
+        "battus-z": ["reconstruct", str(history), "--method", "battus-z", "--backend", "cpu"],
+    }
+    for name, argv in made.items():
+        out = tmp_path / f"{name}.h5"
+        assert main([*argv, "--out", str(out), "--schedule", "final", "--quiet"]) == 0
+        record = read_prediction(out)
+        assert record["provenance"]["observed_times"] == [problem.T], name
+        score = tmp_path / f"{name}.json"
+        assert main(["score", str(history), str(out), "--out", str(score), "--quiet"]) == 0
+        assert json.loads(score.read_text())["observed_times"] == [problem.T]
+    # forward fill sees nothing before T: S everywhere before the final frame
+    assert not read_prediction(tmp_path / "plugin.h5")["states"][: problem.T].any()

@@ -173,17 +173,23 @@ _OPTION_OF_FIELD = {
 }
 
 
-def cmd_reconstruct(args: argparse.Namespace) -> None:
-    from .infer import reconstruct
-    from .io import read_history, write_prediction
-    from .memory import reconstruct_bytes, require
+def _observed(problem, args: argparse.Namespace):
+    """The problem as observed under --schedule (a protocol): its truth re-observed at those frames."""
     from .problem import observe, schedule_times
 
-    problem = read_history(args.history)
     if args.schedule is not None:
         if problem.truth is None:
             raise InputError(args.history, "truth", "--schedule re-observes the truth, which this file lacks")
         problem.observations = observe(problem.truth, schedule_times(problem.T, args.schedule))
+    return problem
+
+
+def cmd_reconstruct(args: argparse.Namespace) -> None:
+    from .infer import reconstruct
+    from .io import read_history, write_prediction
+    from .memory import reconstruct_bytes, require
+
+    problem = _observed(read_history(args.history), args)
     options = options_from_args(args)
     require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
                               fit_chunk=options.fit_settings.chunk if options.fit else 0),
@@ -206,7 +212,7 @@ def cmd_baseline(args: argparse.Namespace) -> None:
     from .io import read_history, write_prediction
     from .memory import history_bytes, require
 
-    problem = read_history(args.history, require_truth=args.method == "truth")
+    problem = _observed(read_history(args.history, require_truth=args.method == "truth"), args)
     require(3 * history_bytes(problem.n, problem.T), args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
     recon = baseline(problem, args.method, seed=args.seed)
     write_prediction(args.out, recon, problem, args.history,
@@ -225,7 +231,7 @@ def cmd_run_method(args: argparse.Namespace) -> None:
         argv = shlex.split(args.command)
     except ValueError as exc:
         raise InputError("--command", "command", str(exc)) from None
-    problem = read_history(args.history)
+    problem = _observed(read_history(args.history), args)
     recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed, progress=_say(args.quiet))
     write_prediction(args.out, recon, problem, args.history,
                      extra={"observed_times": problem.observations.times.tolist()})
@@ -419,6 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", required=True, choices=["truth", "random", "observed-copy", "graph-distance"],
                    help="which control or baseline")
     p.add_argument("--seed", type=_SEED, default=0, help="seed of the random control (default: 0)")
+    _add_schedule(p, default=None)
     common(p)
     p.set_defaults(func=cmd_baseline, inputs=("history",))
 
@@ -433,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--command", required=True, help="the plug-in's command line with its placeholders")
     p.add_argument("--threads", type=_integer(1, 4096), default=1, help="threads it may use (default: 1)")
     p.add_argument("--seed", type=_SEED, default=0, help="seed handed to the plug-in (default: 0)")
+    _add_schedule(p, default=None)
     common(p)
     p.set_defaults(func=cmd_run_method, inputs=("history",))
 
