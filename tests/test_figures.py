@@ -1,4 +1,4 @@
-"""Every figure of the default and CI configurations, rendered from made-up scores and checked:
+"""Every figure of the default, CI and tiny configurations, rendered from made-up scores and checked:
 nothing clipped, legends off the data, labels from the config's ``label`` (en dash, no LaTeX
 ``--``), one colour per method across configurations, bars from 0, legible heat-map numbers."""
 
@@ -19,7 +19,9 @@ pytest.importorskip("snakemake")
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "data/published/hermes_table2.csv"
-CONFIGS = {"default": ROOT / "config/config.yaml", "ci": ROOT / "config/test/ci.yaml"}
+# tiny adds the controls and a plug-in method to the canonical figures
+CONFIGS = {"default": ROOT / "config/config.yaml", "ci": ROOT / "config/test/ci.yaml",
+           "tiny": ROOT / "config/test/tiny.yaml"}
 
 
 def _plan(config: Path):
@@ -129,7 +131,7 @@ def _legends(fig) -> list:
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_every_figure_fits_its_canvas(figures, config):
     made = {"canonical_bars", "cv_vs_f1", "timing", "history_drawing"}
-    assert set(figures[config]) == made | ({"tau_curves", "rate_grid_heatmaps"} if config == "default" else set())
+    assert set(figures[config]) == made | ({"tau_curves", "rate_grid_heatmaps"} if config != "ci" else set())
     for name, (fig, _) in figures[config].items():
         renderer = fig.canvas.get_renderer()
         canvas = fig.bbox
@@ -186,10 +188,12 @@ def test_one_colour_per_method_in_every_configuration(figures):
     seen: dict[str, set] = {}
     for config in CONFIGS:
         for name in ("canonical_bars", "timing"):
-            for label, color in _legend_colors(figures[config][name][0]).items():
+            colors = _legend_colors(figures[config][name][0])
+            assert len(set(colors.values())) == len(colors), f"{config}/{name}: two methods share a colour"
+            for label, color in colors.items():
                 seen.setdefault(label, set()).add(color)
     # the CI config lists Battus-Z first, the default Battus first: the colours must not follow the order
-    assert {"Battus", "Battus-Z"} <= set(seen)
+    assert {"Battus", "Battus-Z", "Truth (positive control)"} <= set(seen)
     assert all(len(colors) == 1 for colors in seen.values()), seen
     assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and differ between methods
 

@@ -658,15 +658,21 @@ def history_summary(path: str | Path) -> dict:
 # ---------------------------------------------------------------------------
 # Figures
 
-# One colour per run, whatever the configuration lists first; runs not named
-# here and published baselines get a stable colour from their key.
+# One colour per run, whatever the configuration lists first: the methods and
+# controls the package knows are fixed here; other runs (named ablations,
+# plug-ins) and published baselines take a colour chosen from their key.
 METHOD_COLORS = {
     "battus/default": "#1f77b4",
     "battus-z/default": "#ff7f0e",
     "battus-z/causal": "#2ca02c",
     "HERMES": "#444444",
+    "truth/default": "#8c564b",
+    "random/default": "#bcbd22",
+    "observed-copy/default": "#e377c2",
+    "graph-distance/default": "#17becf",
 }
-_SPARE_COLORS = ("#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f")
+_SPARE_COLORS = ("#d62728", "#9467bd", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+                 "#f7b6d2", "#dbdb8d", "#9edae5", "#7f7f7f")
 DPI = 130
 
 
@@ -675,6 +681,18 @@ def method_color(key: str) -> str:
     if key in METHOD_COLORS:
         return METHOD_COLORS[key]
     return _SPARE_COLORS[zlib.crc32(key.encode()) % len(_SPARE_COLORS)]
+
+
+def method_colors(keys: list[str]) -> dict[str, str]:
+    """Colours of the runs one figure shows: :func:`method_color`, except that a key-chosen colour
+    already taken in this figure moves to the next free spare (in key order, so not list order)."""
+    colors = {k: METHOD_COLORS[k] for k in keys if k in METHOD_COLORS}
+    for key in sorted(k for k in keys if k not in METHOD_COLORS):
+        start = _SPARE_COLORS.index(method_color(key))
+        free = [c for i in range(len(_SPARE_COLORS))
+                if (c := _SPARE_COLORS[(start + i) % len(_SPARE_COLORS)]) not in colors.values()]
+        colors[key] = free[0] if free else method_color(key)
+    return colors
 
 
 def _plt():
@@ -802,10 +820,11 @@ def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | No
     fig = _figure(max(6.5, 0.9 * len(datasets) + 2), 7)
     axes = fig.subplots(2, 1, sharex=True)
     offsets, width = _bar_offsets(len(series))
+    colors = method_colors(list(series))
     x = np.arange(len(datasets))
     for offset, (key, (lab, vals)) in zip(offsets, series.items(), strict=True):
         for i, ax in enumerate(axes):
-            ax.bar(x + offset, [v[i] for v in vals], width, label=label_text(lab), color=method_color(key))
+            ax.bar(x + offset, [v[i] for v in vals], width, label=label_text(lab), color=colors[key])
     # the axis rule: bars start at 0 on both metrics (a bar's length is its value)
     axes[0].set_ylim(0, 1)
     axes[1].set_ylim(bottom=0)
@@ -813,7 +832,8 @@ def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | No
     axes[1].set_ylabel("NRMSE (lower is better)")
     axes[1].set_xticks(x, [label_text(_label(spec, d)) for d in datasets], rotation=35, ha="right")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(series)), fontsize=8)
+    # one column beside the panels: a row of long labels (controls, plug-ins) outgrows the canvas
+    fig.legend(handles, labels, loc="outside right upper", fontsize=8)
     fig.suptitle("Per-dataset quality")
     return fig
 
@@ -829,6 +849,7 @@ def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None) ->
     fig = _figure(8.4, 4.6)
     ax = fig.subplots()
     markers = {"si": "o", "sir": "s"}
+    colors = method_colors([f"{m}/{v}" for m, v in exp["methods"]])
     for model in ("si", "sir"):
         datasets = exp.get(model, [])
         if not datasets:
@@ -842,7 +863,7 @@ def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None) ->
             violations = sum(r["causal"]["prediction"]["violations"] for r in runs)
             events = sum(r["causal"]["prediction"]["events"] for r in runs)
             f1 = float(np.mean([r["hermes"]["f1"] for r in runs]))
-            ax.scatter(100 * violations / max(1, events), f1, marker=markers[model], color=method_color(f"{m}/{v}"),
+            ax.scatter(100 * violations / max(1, events), f1, marker=markers[model], color=colors[f"{m}/{v}"],
                        s=46, label=f"{label_text(_method_label(spec, m, v))} ({model.upper()})")
     if published is not None:
         hermes = published[published["method"] == "HERMES"].set_index("dataset")
@@ -873,10 +894,11 @@ def figure_timing(spec: dict, scores: dict, runs: list) -> Figure:
     ax = fig.subplots()
     keys = list(dict.fromkeys(df["key"]))
     offsets, width = _bar_offsets(len(keys))
+    colors = method_colors(keys)
     x = np.arange(len(order))
     for offset, key in zip(offsets, keys, strict=True):
         sub = df[df["key"] == key].set_index("dataset").reindex(order)
-        ax.bar(x + offset, sub["ms"], width, label=sub["method"].dropna().iloc[0], color=method_color(key))
+        ax.bar(x + offset, sub["ms"], width, label=sub["method"].dropna().iloc[0], color=colors[key])
     ax.set_yscale("log")
     ax.set_ylabel("algorithm interval (ms, log scale)")
     n_of = df.groupby("dataset")["n"].first()
