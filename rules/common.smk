@@ -20,8 +20,6 @@ validate(config, "../config/schemas/config.schema.yaml")
 for _key, _path in config["published"].items():
     if not os.path.isabs(_path):
         config["published"][_key] = os.path.join(workflow.basedir, _path)
-# plug-in commands name files of the workflow as {workflow}/... (battus.plugins); its jobs inherit this
-os.environ["BATTUS_WORKFLOW"] = workflow.basedir
 PLAN = Plan(config)  # raises "config: ..." on a reference to something undefined
 OUT = PLAN.results  # every output of this configuration lives here
 DATASETS = PLAN.datasets

@@ -296,3 +296,29 @@ def test_check_paper_tables_reads_the_tidy_csv(tmp_path, canonical, capsys):
     tidy[~cell].to_csv(csv, index=False)
     assert main([str(csv), "--config", str(config)]) == 1
     assert "MISSING Battus-Z Covid-SIR nrmse" in capsys.readouterr().out
+
+
+def test_controls_are_shown_but_never_ranked_or_bold(canonical):
+    """The positive control beats everything by construction: it must not take rank 1 or the bold."""
+    spec, scores = canonical
+    spec = {**spec, "experiments": {"canonical": {**spec["experiments"]["canonical"],
+                                                  "methods": [["battus", "default"], ["battus-z", "default"],
+                                                              ["truth", "default"]]}},
+            "labels": {**spec["labels"], "truth/default": "Truth (positive control)"},
+            "controls": ["truth/default"]}
+    scores = dict(scores)
+    for key in list(scores):
+        dataset, method, _ = key.split("|")
+        if method == "battus":
+            scores[f"{dataset}|truth|default"] = _score(1.0, 0.0, scores[key]["model"])
+    without = report.build_table("canonical_quality", {**spec, "controls": []}, scores)
+    table = report.build_table("canonical_quality", spec, scores)
+    panel = table.panels[0]
+    frame = panel.frame.set_index("Method")
+    assert np.isnan(frame.at["Truth (positive control)", "Rank"])
+    assert frame.at["Battus", "Rank"] < without.panels[0].frame.set_index("Method").at["Battus", "Rank"]
+    bold = report._bold_mask(panel)
+    truth_row = list(frame.index).index("Truth (positive control)")
+    assert not bold.iloc[truth_row].any() and bold.drop(index=truth_row).any().any()
+    assert "not ranked" in table.note
+    assert set(table.tidy.loc[table.tidy["method"] == "Truth (positive control)", "source"]) == {"control"}

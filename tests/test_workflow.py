@@ -385,8 +385,8 @@ def test_plan_options_come_from_the_package_presets():
         assert plan.presets[method] == {k: getattr(options, k) for k in plan.presets[method]}
     z = plan.options("ba-si", "battus-z", "default")
     assert z == {"backend": "cpu", "backward": True, "beta_i": 0.1, "causal": False, "decoder": "threshold",
-                 "fit": False, "method": "battus-z", "projection": True, "reset": False, "schedule": None,
-                 "tau": 0.65}  # SI: no recovery rate
+                 "fit": False, "method": "battus-z", "projection": True, "repeat_seconds": 2, "repeats": 5,
+                 "reset": False, "schedule": None, "tau": 0.65}  # SI: no recovery rate; timing from `timing`
     fitted = plan.options("ba-sir", "battus", "default")
     assert fitted["fit"] and fitted["grid_points"] == 4 and fitted["rate_upper"] == 0.5
     assert not {"beta_i", "beta_r", "tau"} & set(fitted)  # fitted rates, MAP decoder
@@ -414,13 +414,16 @@ def test_report_items_show_only_their_own_experiments():
 
     plan = tiny_plan()
     assert report_made(plan, "table") == ["datasets", "ablation", "canonical_quality", "unobserved_quality",
-                                          "feasibility_sensitivity", "tau_sensitivity", "rate_robustness",
+                                          "ditto_protocol", "feasibility_sensitivity", "tau_sensitivity", "rate_robustness",
                                           "large_results"]
     assert "history_drawing" in report_made(plan, "figure")
     assert set(report_spec("ablation", plan)["experiments"]) == {"ablation"}
     assert set(report_spec("feasibility_sensitivity", plan)["experiments"]) == {"canonical", "rate_grid"}
+    # the methods under test (the example plug-in included), not the controls and baselines
     assert report_runs("history_drawing", plan) == [("ba-sir", "battus", "default"),
-                                                    ("ba-sir", "battus-z", "default")]
+                                                    ("ba-sir", "battus-z", "default"),
+                                                    ("ba-sir", "forward-fill", "default")]
+    assert report_spec("canonical_quality", plan)["controls"] == ["random/default", "truth/default"]
     no_tau = yaml.safe_load((ROOT / "config/test/tiny.yaml").read_text())
     del no_tau["experiments"]["tau"]
     from battus.experiments import Plan
@@ -445,3 +448,15 @@ def test_cuda_paths_through_simulator(tmp_path):
         assert 0.5 < record["hermes"]["f1"] <= 1.0
     table = (work / "results/report/tables/large_results.csv").read_text()
     assert "cuda" in table
+
+
+def test_ditto_protocol_runs_every_kind_of_method_on_the_final_frame():
+    plan = tiny_plan()
+    runs = plan.runs("ditto_protocol")
+    assert {v for _, _, v in runs} == {"final"} and {m for _, m, _ in runs} >= {"battus-z", "forward-fill", "truth"}
+    for d, m, v in runs:
+        assert plan.options(d, m, v)["schedule"] == "final", (m, v)
+        assert plan.run_label(m, v) == plan.run_label(m, "default")
+    # the benchmark protocol's runs keep the file's own observations
+    assert plan.options("ba-si", "forward-fill", "default")["schedule"] is None
+    assert plan.command("forward-fill") == "run-method" and plan.command("truth") == "baseline"

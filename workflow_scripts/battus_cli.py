@@ -26,6 +26,7 @@ import numba  # noqa: E402
 from _common import debugging, prepare_outputs  # noqa: E402
 
 import battus.io  # noqa: E402
+import battus.plugins  # noqa: E402
 from battus.cli import main  # noqa: E402
 
 
@@ -85,6 +86,8 @@ def with_recovery_hint(error: str, inputs: list[str]) -> str:
 
 
 sm = snakemake  # noqa: F821
+# a plug-in's command names files of the workflow as {workflow}/... (battus.plugins): this folder's parent
+os.environ[battus.plugins.WORKFLOW_ENV] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 prepare_outputs(sm)
 numba.set_num_threads(min(sm.threads, numba.config.NUMBA_NUM_THREADS))
 record_source_urls(source_urls(sm))

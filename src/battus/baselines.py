@@ -39,6 +39,7 @@ from .graph import Graph
 from .problem import Problem, Reconstruction
 
 BASELINES = ("truth", "random", "observed-copy", "graph-distance")
+CONTROLS = ("truth", "random")  # checks of the scorer and a floor, not methods to rank
 BASELINE_LABELS = {
     "truth": "Truth (positive control)",
     "random": "Random (negative control)",

@@ -23,7 +23,7 @@ import math
 import os
 import shlex
 
-from .baselines import BASELINE_LABELS, BASELINES
+from .baselines import BASELINE_LABELS, BASELINES, CONTROLS
 from .options import method_options
 from .synth import SCALE_PRESETS
 
@@ -36,7 +36,9 @@ BUILTIN_LABELS = METHOD_LABELS | BASELINE_LABELS
 PRESET_KEYS = ("fit", "reset", "backward", "decoder", "tau", "beta_i", "beta_r", "projection", "causal")
 # config `fit:` keys, as the CLI's reconstruct options (--grid-points, --rate-lower, ...)
 FIT_KEYS = ("grid_points", "refine_points", "refine_rounds", "rate_lower", "rate_upper")
-EXPERIMENTS = ("canonical", "ablation", "tau", "rate_grid", "rate_robustness", "large", "extra")
+EXPERIMENTS = ("canonical", "ditto_protocol", "ablation", "tau", "rate_grid", "rate_robustness", "large", "extra")
+# DITTO's protocol observes the final frame alone; the benchmark's (HERMES's) {floor(T/2), T}
+DITTO_SCHEDULE = "final"
 IMPORTED_SIZE = (20_000, 100_000)  # (n, arcs) assumed for an imported history before it exists
 
 
@@ -180,7 +182,20 @@ class Plan:
             return "default"
         return f"rates-{_rate_tag(beta_i)}-{_rate_tag(beta_r)}"
 
+    @staticmethod
+    def ditto_variant(variant: str) -> str:
+        """A run under DITTO's protocol (the final frame observed alone): `final`, or `<variant>-final`."""
+        return DITTO_SCHEDULE if variant == "default" else f"{variant}-{DITTO_SCHEDULE}"
+
     def _add_sweep_variants(self) -> None:
+        ditto = self.experiments.get("ditto_protocol")
+        if ditto:
+            for method, variant in ditto["methods"]:
+                if method in self.variants and variant in self.variants[method]:
+                    self.variants[method].setdefault(
+                        self.ditto_variant(variant), {**self.variants[method][variant], "schedule": DITTO_SCHEDULE})
+                    # labelled as the run it repeats: the table says which protocol
+                    self.variant_labels[method].setdefault(self.ditto_variant(variant), self.run_label(method, variant))
         tau = self.experiments.get("tau")
         if tau:
             method = tau["method"]
@@ -218,11 +233,11 @@ class Plan:
         """
         overrides = self.overrides(method, variant)
         if method in BASELINES:  # `battus baseline`
-            return {"method": method, "seed": 0}
+            return {"method": method, "seed": 0, "schedule": overrides.get("schedule")}
         if method in self.plugins:  # `battus run-method`
             spec = self.plugins[method]
             return {"name": method, "command": shlex.join(plugin_argv(spec)), "threads": spec["threads"],
-                    "seed": 0}
+                    "seed": 0, "schedule": overrides.get("schedule")}
         options = {**self.presets[method], **{k: v for k, v in overrides.items() if k not in FIT_KEYS}}
         if options["fit"]:
             options.update({k: overrides.get(k, self.fit[k]) for k in FIT_KEYS})
@@ -245,7 +260,11 @@ class Plan:
         return "run-method" if method in self.plugins else "reconstruct"
 
     def is_control(self, method: str) -> bool:
-        """A control or baseline (a yardstick), not a method under test."""
+        """A positive or negative control: it checks the scorer or sets a floor, and is never ranked."""
+        return method in CONTROLS
+
+    def is_yardstick(self, method: str) -> bool:
+        """A control or a baseline, not a method under test."""
         return method in BASELINES
 
     def run_label(self, method: str, variant: str) -> str:
@@ -261,6 +280,8 @@ class Plan:
             return []
         if experiment == "canonical":
             return [(d, m, v) for d in spec["si"] + spec["sir"] for m, v in spec["methods"]]
+        if experiment == "ditto_protocol":
+            return [(d, m, self.ditto_variant(v)) for d in spec["si"] + spec["sir"] for m, v in spec["methods"]]
         if experiment == "ablation":
             return [(d, r["method"], r["variant"]) for r in spec["rows"] for d in spec["datasets"]]
         if experiment == "tau":
@@ -344,14 +365,26 @@ class Plan:
         arcs = paper.get("edges", 10_000_000) * (1 if graph["directed"] else 2)
         return paper.get("n", 1_000_000), arcs, T
 
-    def uses_gpu(self, dataset: str) -> bool:
-        """Whether its reconstructions run on a GPU (and so ask for one): every one with
-        backend cuda, those of `large` datasets with backend auto."""
+    def uses_gpu(self, dataset: str, method: str | None = None) -> bool:
+        """Whether a reconstruction runs on a GPU (and so asks for one): a plug-in when its
+        spec says `gpu: true`, never a control or baseline; Battus and Battus-Z with
+        backend cuda, or on a `large` dataset with backend auto."""
+        if method in self.plugins:
+            return bool(self.plugins[method]["gpu"])
+        if method in BASELINES:
+            return False
         if self.backend == "cuda":
             return True
         return bool(self.datasets[dataset]["large"]) and self.backend == "auto"
 
-    def threads(self, dataset: str) -> int:
+    def threads(self, dataset: str, method: str | None = None) -> int:
+        """Threads a job asks for: a plug-in's own `threads`, 1 for a control or baseline,
+        else `large_threads` on a `large` dataset and 1 elsewhere (rules/common.smk caps
+        them at --cores locally, at the partition's CPUs per node on SLURM)."""
+        if method in self.plugins:
+            return int(self.plugins[method]["threads"])
+        if method in BASELINES:
+            return 1
         return self.large_threads if self.datasets[dataset]["large"] else 1
 
     def reconstruct_mem_mb(self, dataset: str) -> int:
@@ -364,7 +397,7 @@ class Plan:
         n, arcs, T = self.job_size(dataset)
         passes = 800 if self.options(dataset, method, variant).get("fit") else 4
         seconds = T * (n + arcs) * passes / 2e8
-        if self.uses_gpu(dataset):
+        if self.uses_gpu(dataset, method):
             seconds /= 20
         return int(min(48 * 60, 10 + math.ceil(seconds / 60)))
 

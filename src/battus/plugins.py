@@ -39,7 +39,7 @@ from .errors import InputError
 from .problem import Problem, Reconstruction
 
 PLACEHOLDERS = ("history", "out", "threads", "seed", "python", "workflow")
-# the folder of the Snakemake workflow running the plug-in (set by rules/common.smk; the working folder
+# the folder of the Snakemake workflow running the plug-in (set by workflow_scripts/battus_cli.py; the working folder
 # otherwise): a config names a plug-in kept in the repository as {workflow}/path, and the params, which
 # hold the unexpanded command, stay the same wherever the workflow is unpacked
 WORKFLOW_ENV = "BATTUS_WORKFLOW"
