@@ -121,6 +121,30 @@ def test_loglik_batch_matches_cpu(graph, backend):
     np.testing.assert_allclose(got, ref, rtol=1e-5)
 
 
+@pytest.mark.parametrize("precision", ["mixed", "float64"])
+def test_loglik_batch_independent_of_group_width(graph, precision):
+    """A candidate's likelihood is bit-identical whatever group width (lanes) holds it: the narrow
+    float64 re-score groups give the values the full-warp groups gave."""
+    from battus.backends.cuda import CUDABackend
+    from battus.kernels import fit_cuda
+    from battus.kernels.cuda_common import WARP
+
+    problem = _problem(graph, "sir", 2)
+    beta_i = np.linspace(0.01, 0.5, 11)
+    beta_r = np.linspace(0.3, 0.02, 11)
+    be = CUDABackend(fit_precision=precision, warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    prep = be.prepare(problem)
+    wide = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=WARP)
+    for lanes in sorted({1, fit_cuda.NARROW, WARP // 2}):
+        narrow = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=lanes)
+        assert narrow.tobytes() == wide.tobytes(), lanes
+    # group pairs sharing their index reads (batch_pressure_pair), odd and even group counts
+    be.fit_pairs = True
+    for lanes in sorted({1, fit_cuda.NARROW, WARP // 2}):
+        paired = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=lanes)
+        assert paired.tobytes() == wide.tobytes(), ("pairs", lanes)
+
+
 def test_float64_fit_precision(graph):
     from battus.backends.cuda import CUDABackend
 

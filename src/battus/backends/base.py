@@ -109,12 +109,13 @@ def run_every_kernel(backend: Backend, causal: bool) -> None:
     """Take ``backend`` through every stage on :func:`tiny_problem`: each kernel compiles (or loads
     from Numba's cache) for the array types of a real run. Numba compiles a kernel whole, so one
     pass reaches every branch; the fit has more candidates than the CUDA backend re-scores in
-    float64, so both of its precisions compile."""
+    float64, so both of its precisions compile, and 81 of them, so that its float32 passes run
+    whole group pairs and a lone group (a pass of 64 candidates, then one of 17)."""
     from ..fit import FitSettings, fit_rates
 
     tiny = tiny_problem()
     prep = backend.prepare(tiny)
-    fit_rates(backend, prep, tiny, FitSettings(grid_points=3, refine_points=2, refine_rounds=1))
+    fit_rates(backend, prep, tiny, FitSettings(grid_points=9, refine_points=2, refine_rounds=1))
     for reset in (False, True):
         rho = backend.pressures(prep, tiny.prior, 0.1, 0.1, reset)
     gamma = backend.posteriors(prep, rho, tiny.prior, 0.1, True)

@@ -13,9 +13,9 @@ observations, ``~12 n + 24 (m / hub_chunk)`` bins, ``28 (n + m / item_arcs)``
 fitting work items, ``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors,
 ``16 n`` hitting times, ``8 n`` state: O(m + T n). Fitting adds
 ``G * 32 * n * 16`` (float32 state of G groups per pass, G = ceil(chunk / 32))
-and ``32 * n * 32`` (the float64 re-score group), plus ``G * 32 * 8`` per
-split work item. Measured peaks (H100, docs/benchmarks.md): 3.85 GiB for
-Battus-Z and 7.81 GiB for fitted Battus SIR on an Orkut-sized graph
+and ``8 * n * 32`` (the float64 re-score group of 8 lanes), plus ``G * 32 * 8``
+per split work item. Measured peaks (H100, docs/benchmarks.md): 3.85 GiB for
+Battus-Z and 5.60 GiB for fitted Battus SIR on an Orkut-sized graph
 (n = 3.07 M, m = 234 M, T = 40).
 """
 
@@ -71,7 +71,8 @@ class CUDABackend:
 
     def __init__(self, kernel: str = "binned", fit_precision: str = "mixed",
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
-                 item_arcs: int = 1024, threads: int | None = None, reorder: bool = True) -> None:
+                 item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
+                 narrow_lanes: int | None = None, fit_pairs: bool = True) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
         if fit_precision not in ("mixed", "float64"):
@@ -83,6 +84,11 @@ class CUDABackend:
         self.hub_min_degree = int(hub_min_degree)
         self.hub_chunk = int(hub_chunk)
         self.item_arcs = int(item_arcs)
+        # group width of the float64 passes of at most POLISH candidates (re-score, small rounds)
+        self.narrow_lanes = int(narrow_lanes) if narrow_lanes else KF.NARROW
+        if self.narrow_lanes < 1 or WARP % self.narrow_lanes:
+            raise ValueError(f"narrow_lanes must divide {WARP}")
+        self.fit_pairs = bool(fit_pairs)
         self.simulated = simulated()
         # The simulator runs every thread as a Python thread: small blocks keep tests fast.
         self.threads = int(threads) if threads else (WARP if self.simulated else BLOCK)
@@ -348,33 +354,49 @@ class CUDABackend:
 
     def _loglik_pass(self, prep: CUDAPrepared, prior_d, beta_gather, beta_r, c0: int, count: int, ll,
                      state: dict) -> None:
-        """Add Eq. 4's unnormalised sum for candidates c0..c0+count-1 into ``ll``."""
+        """Add Eq. 4's unnormalised sum for candidates c0..c0+count-1 into ``ll``.
+
+        The group width ``L`` (candidates per work item) is the state's last dimension.
+        """
         n = prep.n
-        groups = (count + WARP - 1) // WARP
+        lanes = state["f_s"].shape[2]
+        groups = (count + lanes - 1) // lanes
         f_s, f_a, f_b, f_r = (state[k][:groups] for k in ("f_s", "f_a", "f_b", "f_r"))
         it = prep.items
         partial = state["partial"]
         tpb = self.threads
-        KF.batch_fill[(blocks(n * WARP, tpb), groups), (tpb, 1)](prior_d, f_s, f_a, f_r)
+        fill_grid = (blocks(n * lanes, tpb), groups)
+        KF.batch_fill[fill_grid, (tpb, 1)](prior_d, f_s, f_a, f_r)
         obs_index = prep.host_obs_index
         observed = np.nonzero(obs_index >= 0)[0]
         last = int(observed[-1]) if observed.size else -1
-        item_grid = (blocks(it["n_items"], tpb // WARP), groups)
-        split_grid = (blocks(it["n_split"] * WARP, tpb), groups)
+        item_grid = (blocks(it["n_items"], tpb // lanes), groups)
+        split_grid = (blocks(it["n_split"] * lanes, tpb), groups)
         block_ll = state["block_ll"]
+        # group pairs share their index reads (batch_pressure_pair); the last odd group runs alone
+        pairs = groups // 2 if self.fit_pairs else 0
+        # rows per score block as at L = WARP, so every candidate's sum has the same order
+        score_tpb = (tpb // WARP) * lanes
         for t in range(last + 1):
             if obs_index[t] >= 0:
-                KF.batch_score_reset[(block_ll.shape[0], groups), tpb](
+                KF.batch_score_reset[(block_ll.shape[0], groups), score_tpb](
                     prep.obs_states[obs_index[t]], prep.gather_id, f_s, f_a, f_r, count,
                     block_ll[:, :groups])
                 KF.batch_accumulate[blocks(count, tpb), tpb](block_ll[:, :groups], ll, c0, count)
             if t == last:
                 break
-            KF.batch_pressure[item_grid, tpb](
-                prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], f_a, f_b, f_s,
-                f_r,
-                beta_gather, beta_r, c0, count, partial[:, :groups],
-            )
+            g0 = 0
+            if pairs:
+                KF.batch_pressure_pair[(item_grid[0], pairs), tpb](
+                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], f_a, f_b, f_s,
+                    f_r, beta_gather, beta_r, c0, count, partial[:, :groups],
+                )
+                g0 = 2 * pairs
+            if g0 < groups:
+                KF.batch_pressure[(item_grid[0], groups - g0), tpb](
+                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], f_a, f_b, f_s,
+                    f_r, beta_gather, beta_r, c0, count, partial[:, :groups], g0,
+                )
             if it["n_split"]:
                 KF.batch_finish_split[split_grid, (tpb, 1)](
                     it["split_vertex"], it["split_ptr"], partial[:, :groups], f_a, f_b, f_s, f_r,
@@ -382,17 +404,18 @@ class CUDABackend:
                 )
             f_a, f_b = f_b, f_a
 
-    def _fit_state(self, prep: CUDAPrepared, groups: int, dtype) -> dict:
+    def _fit_state(self, prep: CUDAPrepared, groups: int, dtype, lanes: int = WARP) -> dict:
         n = prep.n
-        return {
-            "f_s": self._alloc((groups, n, WARP), dtype),
-            "f_a": self._alloc((groups, n, WARP), dtype),
-            "f_b": self._alloc((groups, n, WARP), dtype),
-            "f_r": self._alloc((groups, n, WARP), dtype),
-            "partial": self._alloc((max(1, prep.items["n_slots"]), groups, WARP), np.float64),
-            "block_ll": self._alloc((KF.SCORE_BLOCKS if not self.simulated else 2, groups, WARP),
+        state = {
+            "f_s": self._alloc((groups, n, lanes), dtype),
+            "f_a": self._alloc((groups, n, lanes), dtype),
+            "f_b": self._alloc((groups, n, lanes), dtype),
+            "f_r": self._alloc((groups, n, lanes), dtype),
+            "partial": self._alloc((max(1, prep.items["n_slots"]), groups, lanes), np.float64),
+            "block_ll": self._alloc((KF.SCORE_BLOCKS if not self.simulated else 2, groups, lanes),
                                     np.float64),
         }
+        return state
 
     def _loglik_device(self, prep, prior, beta_i_d, beta_r_d, gather_d, n_cand: int, chunk: int, ll_d,
                        state) -> None:
@@ -402,25 +425,27 @@ class CUDABackend:
             self._loglik_pass(prep, prior_d, gather_d, beta_r_d, c0, count, ll_d, state)
 
     def loglik_batch(self, prep: CUDAPrepared, prior, beta_i: np.ndarray,
-                     beta_r: np.ndarray) -> np.ndarray:
-        """Unnormalised Eq. 4 for a batch of candidates (float32 state, float64 sums)."""
+                     beta_r: np.ndarray, lanes: int = WARP) -> np.ndarray:
+        """Unnormalised Eq. 4 for a batch of candidates (float32 state, float64 sums), ``lanes``
+        candidates per group (the values do not depend on it)."""
         beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
         beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
         n_cand = beta_i.shape[0]
         dtype = np.float64 if self.fit_precision == "float64" else np.float32
-        groups = (n_cand + WARP - 1) // WARP
-        state = self._fit_state(prep, groups, dtype)
+        groups = (n_cand + lanes - 1) // lanes
+        state = self._fit_state(prep, groups, dtype, lanes)
         ll = cuda.to_device(np.zeros(n_cand))
         self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r),
-                            cuda.to_device(beta_i.astype(dtype)), n_cand, groups * WARP, ll, state)
+                            cuda.to_device(beta_i.astype(dtype)), n_cand, groups * lanes, ll, state)
         return ll.copy_to_host()
 
-    def _scratch_state(self, prep: CUDAPrepared, scratch: dict, groups: int, dtype) -> dict:
+    def _scratch_state(self, prep: CUDAPrepared, scratch: dict, groups: int, dtype,
+                       lanes: int = WARP) -> dict:
         """Fitting state of at least ``groups`` candidate groups, kept in the caller's ``scratch``."""
-        key = np.dtype(dtype).name
+        key = (np.dtype(dtype).name, lanes)
         state = scratch.get(key)
         if state is None or state["f_s"].shape[0] < groups:
-            state = scratch[key] = self._fit_state(prep, groups, dtype)
+            state = scratch[key] = self._fit_state(prep, groups, dtype, lanes)
         return state
 
     def best_candidate(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, norm: float,
@@ -431,20 +456,28 @@ class CUDABackend:
         re-scores the best :data:`POLISH` in float64 and takes the arg-max of
         those (ties to the lower candidate index), so near-ties resolve as in
         the float64 CPU backend; a round of at most POLISH candidates is
-        evaluated in float64 at once.
+        evaluated in float64 at once. Float64 passes of at most POLISH
+        candidates use groups of ``narrow_lanes`` (8) candidates rather than 32
+        (64-byte instead of 256-byte gathered rows); float32 passes run group
+        pairs that share their index reads (``fit_pairs``). Neither changes any
+        candidate's value (tests/test_cuda_backend.py checks bit equality).
         """
         beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
         beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
         n_cand = beta_i.shape[0]
         polish = self.fit_precision == "mixed" and n_cand > KF.POLISH
+        narrow = self.narrow_lanes
         chunk = max(WARP, -(-chunk // WARP) * WARP)
         chunk = min(chunk, -(-n_cand // WARP) * WARP)
         ll = cuda.to_device(np.zeros(n_cand))
         if polish:
             state = self._scratch_state(prep, scratch, chunk // WARP, np.float32)
             gather = cuda.to_device(beta_i.astype(np.float32))
+        elif self.fit_precision == "mixed":  # at most POLISH candidates: float64 groups of `narrow`
+            chunk = -(-n_cand // narrow) * narrow
+            state = self._scratch_state(prep, scratch, chunk // narrow, np.float64, narrow)
+            gather = cuda.to_device(beta_i)
         else:
-            chunk = WARP if self.fit_precision == "mixed" else chunk
             state = self._scratch_state(prep, scratch, chunk // WARP, np.float64)
             gather = cuda.to_device(beta_i)
         self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
@@ -454,9 +487,10 @@ class CUDABackend:
         if polish:
             top_i = beta_i[top]
             rescored = cuda.to_device(np.zeros(top.shape[0]))
-            state64 = self._scratch_state(prep, scratch, 1, np.float64)
+            width = -(-top.shape[0] // narrow) * narrow
+            state64 = self._scratch_state(prep, scratch, width // narrow, np.float64, narrow)
             self._loglik_device(prep, prior, cuda.to_device(top_i), cuda.to_device(beta_r[top]),
-                                cuda.to_device(top_i), top.shape[0], WARP, rescored, state64)
+                                cuda.to_device(top_i), top.shape[0], width, rescored, state64)
             values_top = rescored.copy_to_host() / norm
         else:
             values_top = values[top]

@@ -38,6 +38,14 @@ BLOCK = 256  # threads per block on a GPU; shared arrays are sized for it
 SHUFFLE = not simulated()
 
 
+def kernel(**options):
+    """``cuda.jit`` with compile options (``max_registers``, ...) that the simulator, which
+    compiles nothing, does not take."""
+    if simulated():
+        return cuda.jit
+    return cuda.jit(**options)
+
+
 def blocks(count: int, threads: int) -> int:
     """Blocks of ``threads`` covering ``count`` items (at least one)."""
     return max(1, (count + threads - 1) // threads)

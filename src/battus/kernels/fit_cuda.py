@@ -1,10 +1,15 @@
 """Numba-CUDA kernels of rate fitting (Eq. 4 for a batch of candidates); the CPU twin is
 :mod:`battus.kernels.fit_cpu`.
 
-Layout ``(group, vertex, lane)`` with :data:`WARP` candidates per group: a warp
-owns one (vertex, arc range) work item of one group and each lane one
-candidate, so a gathered neighbour row is one 128-byte line and no
-cross-lane reduction is needed. The search itself (grid, refinement,
+Layout ``(group, vertex, lane)`` with ``L`` candidates per group, ``L`` the
+last dimension of the state arrays (:data:`WARP` for the float32 rounds,
+:data:`NARROW` for the float64 re-score and rounds of at most :data:`POLISH`
+candidates): ``L`` consecutive lanes own one (vertex, arc range) work item of
+one group and each lane one candidate, so a gathered neighbour row is one
+``4 L``- or ``8 L``-byte line and no cross-lane reduction is needed. Every
+candidate's arithmetic (its arcs in CSR order, its split partials in slot
+order, its score summed over the same rows and blocks) is independent of
+``L``, so a candidate's value is bit-identical whatever group width holds it. The search itself (grid, refinement,
 arg-max) is driven once for both backends by :func:`battus.fit.fit_rates`;
 :meth:`battus.backends.cuda.CUDABackend.best_candidate` evaluates a round in
 float32 and re-scores the best :data:`POLISH` candidates in float64, so
@@ -18,9 +23,13 @@ import math
 
 import numpy as np
 
-from .cuda_common import BLOCK, WARP, cuda, tree_sum
+from .cuda_common import BLOCK, WARP, cuda, kernel, tree_sum
 
 POLISH = 8  # candidates of each fitting round re-scored in float64
+# Group width of float64 passes of at most POLISH candidates: 8 lanes (64-byte rows) on a GPU
+# instead of 32 (256-byte rows, 24 of them idle); 2 under the simulator (WARP = 8 there), so that
+# CI runs several groups per warp too.
+NARROW = max(1, WARP // 4)
 SCORE_BLOCKS = 264  # fixed block count of the score reduction (2 per H100 SM)
 _LOG_FLOOR = 1e-300
 
@@ -59,13 +68,53 @@ def _log_sum_lane(indices, f_i, g, lane, beta, lo, hi):
     return acc
 
 
+@cuda.jit(device=True)
+def _log_sum_lane_pair(indices, f_i, g, h, lane, beta0, beta1, lo, hi):
+    """_log_sum_lane for groups g and h at once: one index read serves both candidate rows.
+
+    Each sum still adds its arcs in CSR order, so both equal _log_sum_lane's bit for bit.
+    """
+    acc0 = 0.0
+    acc1 = 0.0
+    e = lo
+    while e + 3 < hi:
+        i0 = indices[e]
+        i1 = indices[e + 1]
+        i2 = indices[e + 2]
+        i3 = indices[e + 3]
+        x0 = f_i[g, i0, lane]
+        y0 = f_i[h, i0, lane]
+        x1 = f_i[g, i1, lane]
+        y1 = f_i[h, i1, lane]
+        x2 = f_i[g, i2, lane]
+        y2 = f_i[h, i2, lane]
+        x3 = f_i[g, i3, lane]
+        y3 = f_i[h, i3, lane]
+        acc0 += math.log1p(-beta0 * x0)
+        acc0 += math.log1p(-beta0 * x1)
+        acc0 += math.log1p(-beta0 * x2)
+        acc0 += math.log1p(-beta0 * x3)
+        acc1 += math.log1p(-beta1 * y0)
+        acc1 += math.log1p(-beta1 * y1)
+        acc1 += math.log1p(-beta1 * y2)
+        acc1 += math.log1p(-beta1 * y3)
+        e += 4
+    while e < hi:
+        i0 = indices[e]
+        acc0 += math.log1p(-beta0 * f_i[g, i0, lane])
+        acc1 += math.log1p(-beta1 * f_i[h, i0, lane])
+        e += 1
+    return acc0, acc1
+
+
 @cuda.jit
 def batch_fill(prior, f_s, f_i, f_r):
     u, g = cuda.grid(2)
-    if u >= f_s.shape[1] * WARP or g >= f_s.shape[0]:
+    lanes = f_s.shape[2]
+    if u >= f_s.shape[1] * lanes or g >= f_s.shape[0]:
         return
-    v = u // WARP
-    lane = u % WARP
+    v = u // lanes
+    lane = u % lanes
     f_s[g, v, lane] = prior[0]
     f_i[g, v, lane] = prior[1]
     f_r[g, v, lane] = prior[2]
@@ -83,20 +132,21 @@ def _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, u, lane, log_rho, br):
 
 @cuda.jit
 def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, f_i_cur, f_i_next,
-                    f_s, f_r, beta_gather, beta_r, c0, n_cand, partial):
-    """Warp = work item (vertex, arc range) of one group; lane = candidate.
+                    f_s, f_r, beta_gather, beta_r, c0, n_cand, partial, g0):
+    """``L`` consecutive threads = work item (vertex, arc range) of one group; lane = candidate.
 
     Whole-vertex items update that vertex's marginals at once (fI double
     buffered: neighbours still read the current frame); split items leave a
-    float64 partial for :func:`batch_finish_split`.
+    float64 partial for :func:`batch_finish_split`. Groups from ``g0`` on.
     """
-    g = cuda.blockIdx.y
+    g = g0 + cuda.blockIdx.y
     tid = cuda.threadIdx.x
-    lane = tid % WARP
-    item = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + tid // WARP
+    lanes = f_s.shape[2]
+    lane = tid % lanes
+    item = cuda.blockIdx.x * (cuda.blockDim.x // lanes) + tid // lanes
     if item >= item_vertex.shape[0]:
         return
-    c = g * WARP + lane
+    c = g * lanes + lane
     if c >= n_cand:
         return
     beta = beta_gather[c0 + c]
@@ -108,13 +158,46 @@ def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, f_i_cu
     _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, item_vertex[item], lane, acc, beta_r[c0 + c])
 
 
+@kernel(max_registers=64)  # 72 uncapped; 64 made a 2-group Orkut-sized step 33.6 -> 30.3 ms (H100)
+def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, f_i_cur, f_i_next,
+                         f_s, f_r, beta_gather, beta_r, c0, n_cand, partial):
+    """batch_pressure for the group pair (2 y, 2 y + 1), y = blockIdx.y: the pair's first group is
+    full; lanes of the second past ``n_cand`` (state never advanced) re-read the first group's row
+    and write nothing."""
+    g = 2 * cuda.blockIdx.y
+    tid = cuda.threadIdx.x
+    lanes = f_s.shape[2]
+    lane = tid % lanes
+    item = cuda.blockIdx.x * (cuda.blockDim.x // lanes) + tid // lanes
+    if item >= item_vertex.shape[0]:
+        return
+    c = g * lanes + lane
+    d = c + lanes
+    valid = d < n_cand
+    beta0 = beta_gather[c0 + c]
+    beta1 = beta_gather[c0 + d] if valid else beta0
+    acc0, acc1 = _log_sum_lane_pair(indices, f_i_cur, g, g + 1 if valid else g, lane, beta0, beta1,
+                                    item_start[item], item_end[item])
+    slot = item_slot[item]
+    if slot >= 0:
+        partial[slot, g, lane] = acc0
+        if valid:
+            partial[slot, g + 1, lane] = acc1
+        return
+    u = item_vertex[item]
+    _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, u, lane, acc0, beta_r[c0 + c])
+    if valid:
+        _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g + 1, u, lane, acc1, beta_r[c0 + d])
+
+
 @cuda.jit
 def batch_finish_split(split_vertex, split_ptr, partial, f_i_cur, f_i_next, f_s, f_r, beta_r,
                         c0, n_cand):
     x, g = cuda.grid(2)
-    h = x // WARP
-    lane = x % WARP
-    c = g * WARP + lane
+    lanes = f_s.shape[2]
+    h = x // lanes
+    lane = x % lanes
+    c = g * lanes + lane
     if h >= split_vertex.shape[0] or g >= f_s.shape[0] or c >= n_cand:
         return
     acc = 0.0
@@ -127,16 +210,18 @@ def batch_finish_split(split_vertex, split_ptr, partial, f_i_cur, f_i_next, f_s,
 def batch_score_reset(obs_row, gather_id, f_s, f_i, f_r, n_cand, block_ll):
     """log f^{y}_u summed over vertices per candidate, then reset to the observation.
 
-    Block = 32 lanes x (blockDim / 32) rows with a fixed number of blocks and a
-    fixed shared-memory tree, so the float64 sums are identical run to run.
+    Block = L lanes x (blockDim / L) rows with a fixed number of blocks and a
+    fixed shared-memory tree, so the float64 sums are identical run to run
+    (and, with the same rows per block, for every group width L).
     """
     sm = cuda.shared.array(BLOCK, dtype=np.float64)
     g = cuda.blockIdx.y
     tid = cuda.threadIdx.x
-    lane = tid % WARP
-    rows = cuda.blockDim.x // WARP
-    row = tid // WARP
-    c = g * WARP + lane
+    lanes = f_s.shape[2]
+    lane = tid % lanes
+    rows = cuda.blockDim.x // lanes
+    row = tid // lanes
+    c = g * lanes + lane
     n = f_s.shape[1]
     acc = 0.0
     if c < n_cand:
@@ -158,7 +243,7 @@ def batch_score_reset(obs_row, gather_id, f_s, f_i, f_r, n_cand, block_ll):
             u += stride
     sm[tid] = acc
     cuda.syncthreads()
-    tree_sum(sm, tid, row, rows // 2, WARP)
+    tree_sum(sm, tid, row, rows // 2, lanes)
     if row == 0:
         block_ll[cuda.blockIdx.x, g, lane] = sm[tid]
 
@@ -168,9 +253,11 @@ def batch_accumulate(block_ll, ll, c0, n_cand):
     c = cuda.grid(1)
     if c >= n_cand:
         return
-    g = c // WARP
-    lane = c % WARP
+    lanes = block_ll.shape[2]
+    g = c // lanes
+    lane = c % lanes
     acc = 0.0
     for b in range(block_ll.shape[0]):
         acc += block_ll[b, g, lane]
     ll[c0 + c] += acc
+
