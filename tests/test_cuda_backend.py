@@ -164,6 +164,27 @@ def test_device_memory_accounting(graph, backend):
     assert backend.peak_bytes >= 4 * m + 16 * (T + 1) * n
 
 
+def test_graph_too_large_for_the_device_refused_up_front(graph, monkeypatch):
+    """Device memory is checked before the upload: one line with the estimate, nothing allocated."""
+    from battus.backends.cuda import CUDABackend
+    from battus.errors import InputError
+
+    problem = _problem(graph, "sir", 2)
+    be = CUDABackend(item_arcs=4)
+    needed = be.inference_bytes(problem.n, graph.m, problem.T, 2)
+    assert needed >= 4 * graph.m + 16 * (problem.T + 1) * problem.n
+    monkeypatch.setattr(be, "free_device_bytes", lambda: needed - 1)
+    with pytest.raises(InputError, match="needs about .* on the GPU, more than the") as err:
+        be.prepare(problem)
+    assert "\n" not in str(err.value)
+    assert be.peak_bytes == 0
+    monkeypatch.setattr(be, "free_device_bytes", lambda: needed)
+    prep = be.prepare(problem)  # fits exactly; the fit's state is checked when allocated
+    monkeypatch.setattr(be, "free_device_bytes", lambda: 0)
+    with pytest.raises(InputError, match="fitting .* candidates"):
+        be.loglik_batch(prep, problem.prior, np.array([0.1]), np.array([0.1]))
+
+
 def test_numpy_row_stack_workaround():
     """Simulate NumPy >= 2.5 in a fresh interpreter: the guard must let numba-cuda import."""
     import subprocess

@@ -16,7 +16,10 @@ fitting work items, ``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors,
 and ``8 * n * 32`` (the float64 re-score group of 8 lanes), plus ``G * 32 * 8``
 per split work item. Measured peaks (H100, docs/benchmarks.md): 3.85 GiB for
 Battus-Z and 5.60 GiB for fitted Battus SIR on an Orkut-sized graph
-(n = 3.07 M, m = 234 M, T = 40).
+(n = 3.07 M, m = 234 M, T = 40). :meth:`CUDABackend.prepare` checks this
+estimate (:meth:`CUDABackend.inference_bytes`) against the device's free memory
+before uploading anything, and each fitting state is checked before it is
+allocated: a problem that cannot fit gets a one-line :class:`InputError`.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..graph import Graph
 from ..kernels import causal_cuda, simulate_cuda
 from ..kernels import fit_cuda as KF
 from ..kernels import infer_cuda as K
 from ..kernels.cuda_common import BLOCK, WARP, blocks, cuda, simulated
+from ..memory import format_bytes
 from ..problem import Problem, segments
 from .base import Prepared, run_every_kernel
 
@@ -156,8 +161,49 @@ class CUDABackend:
             run_every_kernel(self, causal)
             self._warmed.update({causal, False})
 
+    # -- device memory: refuse, with the estimate, what cannot fit before allocating it
+
+    def inference_bytes(self, n: int, m: int, T: int, n_obs: int) -> int:
+        """Device bytes of :meth:`prepare` plus Battus-Z's pressures, posteriors and decoding
+        (the module docstring's terms; fitting state is checked when a fit allocates it)."""
+        n, m, frames = int(n), int(m), int(T) + 1
+        hub_chunks = m // self.hub_chunk + 1
+        items = n + m // self.item_arcs + 1
+        return (8 * (n + 1) + 4 * m            # CSR
+                + 4 * m + 4 * n                # the CSR in gather order, gather ids
+                + int(n_obs) * n + 24 * n_obs + 8 * frames
+                + 12 * n + 32 * hub_chunks     # degree bins, hub partials
+                + 28 * items + 16 * n          # fitting work items, split vertices
+                + 4 * frames * n + 12 * frames * n  # log-pressures, posteriors
+                + 16 * n + 8 * n)              # hitting times, mean-field state
+
+    def fit_state_bytes(self, n: int, groups: int, dtype, lanes: int, n_slots: int) -> int:
+        """Device bytes of :meth:`_fit_state`."""
+        cells = int(n) * int(groups) * int(lanes)
+        return (4 * cells * np.dtype(dtype).itemsize + 8 * max(1, int(n_slots)) * groups * lanes
+                + 8 * (KF.SCORE_BLOCKS if not self.simulated else 2) * groups * lanes)
+
+    def free_device_bytes(self) -> int | None:
+        """Free memory on the current device (None under the simulator, which has no such limit)."""
+        if self.simulated:
+            return None
+        return int(cuda.current_context().get_memory_info()[0])
+
+    def require_device(self, needed: int, what: str) -> None:
+        """A one-line :class:`InputError` naming the estimate when ``needed`` exceeds the free memory."""
+        free = self.free_device_bytes()
+        if free is not None and needed > free:
+            raise InputError("--backend", "device memory",
+                             f"{what} needs about {format_bytes(needed)} on the GPU, more than the "
+                             f"{format_bytes(free)} free on {self.device}; use --backend cpu")
+
     def prepare(self, problem: Problem) -> CUDAPrepared:
-        """Upload graph and observations and build the degree bins (outside the timed interval)."""
+        """Upload graph and observations and build the degree bins (outside the timed interval).
+
+        First checks that the problem's device arrays fit (:meth:`require_device`)."""
+        self.require_device(
+            self.inference_bytes(problem.n, problem.graph.m, problem.T, problem.observations.times.shape[0]),
+            f"a graph of {problem.n:,} vertices and {problem.graph.m:,} arcs over {problem.T + 1} frames")
         obs = problem.observations
         left, right = segments(obs.times, problem.T)
         obs_index = obs.index(problem.T)
@@ -406,6 +452,8 @@ class CUDABackend:
 
     def _fit_state(self, prep: CUDAPrepared, groups: int, dtype, lanes: int = WARP) -> dict:
         n = prep.n
+        self.require_device(self.fit_state_bytes(n, groups, dtype, lanes, prep.items["n_slots"]),
+                            f"fitting {groups * lanes} candidates at a time on {n:,} vertices")
         state = {
             "f_s": self._alloc((groups, n, lanes), dtype),
             "f_a": self._alloc((groups, n, lanes), dtype),
