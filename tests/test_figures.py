@@ -46,7 +46,17 @@ def _score(key: str) -> dict:
                    "truth": {"violations": 0, "events": events, "rate": 0.0}},
         "algorithm_seconds": float(10 ** rng.uniform(-2, 1)), "model": "sir", "n": int(rng.integers(80, 10**5)),
         "backend": "cpu", "device": "test",
+        "calibration": _calibration(rng),
     }
+
+
+def _calibration(rng) -> dict:
+    count = rng.integers(0, 500, 10)
+    predicted = (np.arange(10) + rng.uniform(0.2, 0.8, 10)) / 10
+    return {"frames": "unobserved", "brier": float(rng.uniform(0.1, 0.3)), "log_loss": float(rng.uniform(0.2, 0.5)),
+            "ece": float(rng.uniform(0, 0.05)), "overconfidence": float(rng.uniform(-0.02, 0.04)),
+            "reliability": {"bins": 10, "count": count.tolist(), "mean_predicted": predicted.tolist(),
+                            "observed_frequency": np.clip(predicted + rng.normal(0, 0.05, 10), 0, 1).tolist()}}
 
 
 def _history_inputs(tmp_path: Path, runs: list) -> dict:
@@ -90,9 +100,10 @@ def _inputs(name: str, runs: list, tmp_path: Path) -> dict:
 
 def _expected_labels(name: str, spec: dict) -> set[str]:
     """What the figure must print, as the config's ``label`` converted by label_text."""
-    datasets = set() if name == "cv_vs_f1" else {info["label"] for info in spec["datasets"].values()}
+    # pooled over datasets: cv_vs_f1 and the reliability diagram name no dataset
+    datasets = set() if name in ("cv_vs_f1", "reliability") else {info["label"] for info in spec["datasets"].values()}
     methods = set()
-    if name in ("canonical_bars", "cv_vs_f1", "timing", "history_drawing"):
+    if name in ("canonical_bars", "cv_vs_f1", "timing", "history_drawing", "reliability"):
         methods = set(spec["labels"].values())
     return {report.label_text(x) for x in datasets | methods}
 
@@ -131,7 +142,8 @@ def _legends(fig) -> list:
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_every_figure_fits_its_canvas(figures, config):
     made = {"canonical_bars", "cv_vs_f1", "timing", "history_drawing"}
-    assert set(figures[config]) == made | ({"tau_curves", "rate_grid_heatmaps"} if config != "ci" else set())
+    assert set(figures[config]) == (made | ({"tau_curves", "rate_grid_heatmaps"} if config != "ci" else set())
+                                    | {"reliability"})
     for name, (fig, _) in figures[config].items():
         renderer = fig.canvas.get_renderer()
         canvas = fig.bbox

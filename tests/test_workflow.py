@@ -386,13 +386,16 @@ def test_plan_options_come_from_the_package_presets():
     z = plan.options("ba-si", "battus-z", "default")
     assert z == {"backend": "cpu", "backward": True, "beta_i": 0.1, "causal": False, "decoder": "threshold",
                  "fit": False, "method": "battus-z", "projection": True, "repeat_seconds": 2, "repeats": 5,
-                 "reset": False, "schedule": None, "tau": 0.65}  # SI: no recovery rate; timing from `timing`
+                 "posteriors": True, "reset": False, "schedule": None,
+                 "tau": 0.65}  # SI: no recovery rate; timing from `timing`; posteriors for `calibration`
     fitted = plan.options("ba-sir", "battus", "default")
     assert fitted["fit"] and fitted["grid_points"] == 4 and fitted["rate_upper"] == 0.5
     assert not {"beta_i", "beta_r", "tau"} & set(fitted)  # fitted rates, MAP decoder
     # spelling out a preset value is the preset: nothing reruns
     spelled = tiny_plan(**{"variants.battus-z.sharp.tau": 0.65})
-    assert spelled.options("ba-sir", "battus-z", "sharp") == spelled.options("ba-sir", "battus-z", "default")
+    default = spelled.options("ba-sir", "battus-z", "default")
+    assert default.pop("posteriors")  # the calibration experiment's run keeps its posteriors; `sharp` is not in it
+    assert spelled.options("ba-sir", "battus-z", "sharp") == default
 
 
 def test_plan_builds_sweep_variants_once_without_parsing_names():
@@ -414,8 +417,9 @@ def test_report_items_show_only_their_own_experiments():
 
     plan = tiny_plan()
     assert report_made(plan, "table") == ["datasets", "ablation", "canonical_quality", "unobserved_quality",
-                                          "ditto_protocol", "feasibility_sensitivity", "tau_sensitivity", "rate_robustness",
-                                          "large_results"]
+                                          "ditto_protocol", "calibration", "feasibility_sensitivity",
+                                          "tau_sensitivity", "rate_robustness", "large_results"]
+    assert "reliability" in report_made(plan, "figure")
     assert "history_drawing" in report_made(plan, "figure")
     assert set(report_spec("ablation", plan)["experiments"]) == {"ablation"}
     assert set(report_spec("feasibility_sensitivity", plan)["experiments"]) == {"canonical", "rate_grid"}
@@ -460,3 +464,9 @@ def test_ditto_protocol_runs_every_kind_of_method_on_the_final_frame():
     # the benchmark protocol's runs keep the file's own observations
     assert plan.options("ba-si", "forward-fill", "default")["schedule"] is None
     assert plan.command("forward-fill") == "run-method" and plan.command("truth") == "baseline"
+
+
+def test_calibration_runs_keep_their_posteriors():
+    plan = tiny_plan()
+    assert plan.options("ba-sir", "battus", "default")["posteriors"] is True  # in the calibration experiment
+    assert "posteriors" not in plan.options("er-sir", "battus-z", "default")  # only in `large`

@@ -36,7 +36,8 @@ BUILTIN_LABELS = METHOD_LABELS | BASELINE_LABELS
 PRESET_KEYS = ("fit", "reset", "backward", "decoder", "tau", "beta_i", "beta_r", "projection", "causal")
 # config `fit:` keys, as the CLI's reconstruct options (--grid-points, --rate-lower, ...)
 FIT_KEYS = ("grid_points", "refine_points", "refine_rounds", "rate_lower", "rate_upper")
-EXPERIMENTS = ("canonical", "ditto_protocol", "ablation", "tau", "rate_grid", "rate_robustness", "large", "extra")
+EXPERIMENTS = ("canonical", "ditto_protocol", "calibration", "ablation", "tau", "rate_grid", "rate_robustness",
+               "large", "extra")
 # DITTO's protocol observes the final frame alone; the benchmark's (HERMES's) {floor(T/2), T}
 DITTO_SCHEDULE = "final"
 IMPORTED_SIZE = (20_000, 100_000)  # (n, arcs) assumed for an imported history before it exists
@@ -105,6 +106,7 @@ class Plan:
                 if "label" in spec:
                     self.variant_labels[method][variant] = spec["label"]
         self._add_sweep_variants()
+        self._calibrated = set(self.runs("calibration"))
         self._check_references()
 
     # -- datasets ------------------------------------------------------------
@@ -247,6 +249,9 @@ class Plan:
         if options["decoder"] == "map":
             del options["tau"]  # the MAP decoder ignores tau
         options["schedule"] = overrides.get("schedule")
+        # the calibration experiment scores posteriors: its runs (wherever else they are read) keep them
+        if (dataset, method, variant) in self._calibrated:
+            options["posteriors"] = True
         options["backend"] = self.backend
         options["method"] = method
         options["repeats"] = self.timing["repeats"]
@@ -294,7 +299,7 @@ class Plan:
         if experiment == "rate_robustness":
             method, variant = spec["method"]
             return [(d, method, variant) for d, *_ in self.rate_robustness]
-        if experiment in ("large", "extra"):
+        if experiment in ("large", "extra", "calibration"):
             return [(d, m, v) for d in spec["datasets"] for m, v in spec["methods"]]
         raise ValueError(f"unknown experiment {experiment!r}")
 

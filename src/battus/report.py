@@ -490,6 +490,53 @@ def table_ditto_protocol(spec: dict, scores: dict) -> Table:
                  tidy_frame(tidy), note)
 
 
+def pooled_reliability(records: list[dict]) -> dict:
+    """One reliability diagram from several (one per dataset): counts summed, means weighted by count."""
+    count = np.zeros(records[0]["bins"])
+    predicted, observed = np.zeros_like(count), np.zeros_like(count)
+    for r in records:
+        c = np.asarray(r["count"], dtype=float)
+        count += c
+        predicted += c * np.nan_to_num(np.asarray(r["mean_predicted"], dtype=float))
+        observed += c * np.nan_to_num(np.asarray(r["observed_frequency"], dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"count": count, "mean_predicted": predicted / count, "observed_frequency": observed / count}
+
+
+def table_calibration(spec: dict, scores: dict) -> Table:
+    """Brier score, log-loss, ECE and overconfidence of the posteriors, on the unobserved frames."""
+    exp = spec["experiments"]["calibration"]
+    rows, tidy = [], []
+    for m, v in exp["methods"]:
+        lab = _method_label(spec, m, v)
+        got = {d: _get(scores, d, m, v).get("calibration") for d in exp["datasets"]}
+        missing = [d for d, c in got.items() if c is None]
+        if missing:
+            raise ValueError(f"{lab}: no posteriors scored on {', '.join(missing)} (a method without probabilities)")
+        row = {"Method": lab}
+        for key, name in (("brier", "Brier"), ("log_loss", "Log-loss"), ("ece", "ECE"),
+                          ("overconfidence", "Overconfidence")):
+            row[name] = float(np.mean([c[key] for c in got.values()]))
+        rows.append(row)
+        for d, c in got.items():
+            tidy += long_rows({"method": lab, "dataset": d, "label": _label(spec, d)},
+                              {k: c[k] for k in ("brier", "log_loss", "ece", "overconfidence")})
+        tidy += long_rows({"method": lab, "dataset": "all", "label": "Mean"},
+                          {"mean_brier": row["Brier"], "mean_log_loss": row["Log-loss"], "mean_ece": row["ECE"],
+                           "mean_overconfidence": row["Overconfidence"]})
+    df = pd.DataFrame(rows)
+    formats = {c: "metric" for c in df.columns if c != "Method"}
+    best = {"Brier": "min", "Log-loss": "min", "ECE": "min"}
+    verdicts = [f"{r['Method']} is {'over' if r['Overconfidence'] > 0 else 'under'}confident "
+                f"({r['Overconfidence']:+.4f})" for r in rows]
+    note = (f"Means over {len(exp['datasets'])} datasets, unobserved frames only. Brier: mean squared distance of "
+            "the (S, I, R) probabilities to the true state; log-loss floored at 1e-15; ECE: expected calibration "
+            "error of P(I or R) in 10 bins; overconfidence: mean probability of the most likely state minus how "
+            "often it is right (positive = overconfident). " + "; ".join(verdicts) + ".")
+    return Table("calibration", "Calibration of the posterior marginals", [Panel("", df, formats, best)],
+                 tidy_frame(tidy), note)
+
+
 def table_unobserved_quality(spec: dict, scores: dict) -> Table:
     exp = spec["experiments"]["canonical"]
     datasets = exp["si"] + exp["sir"]
@@ -698,6 +745,7 @@ def build_table(name: str, spec: dict, scores: dict, histories: dict | None = No
     builders = {
         "unobserved_quality": table_unobserved_quality,
         "ditto_protocol": table_ditto_protocol,
+        "calibration": table_calibration,
         "feasibility_sensitivity": table_feasibility_sensitivity,
         "tau_sensitivity": table_tau_sensitivity,
         "rate_robustness": table_rate_robustness,
@@ -971,6 +1019,29 @@ def figure_timing(spec: dict, scores: dict, runs: list) -> Figure:
     return fig
 
 
+def figure_reliability(spec: dict, scores: dict) -> Figure:
+    """Reliability diagrams of P(I or R), one line per method pooled over the datasets, with the diagonal."""
+    exp = spec["experiments"]["calibration"]
+    fig = _figure(6.5, 5)
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], color="0.6", linestyle="--", linewidth=1, label="perfectly calibrated")
+    keys = [f"{m}/{v}" for m, v in exp["methods"]]
+    colors = method_colors(keys)
+    for (m, v), key in zip(exp["methods"], keys, strict=True):
+        pooled = pooled_reliability([_get(scores, d, m, v)["calibration"]["reliability"] for d in exp["datasets"]])
+        seen = pooled["count"] > 0
+        ax.plot(pooled["mean_predicted"][seen], pooled["observed_frequency"][seen], marker="o", color=colors[key],
+                label=label_text(_method_label(spec, m, v)))
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("predicted P(I or R), bin mean")
+    ax.set_ylabel("observed frequency of I or R")
+    ax.set_title(f"Reliability on unobserved frames ({len(exp['datasets'])} datasets pooled)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    return fig
+
+
 def figure_history_drawing(spec: dict, dataset: str, history_path: str | Path, predictions: list,
                            labels: list, max_vertices: int = 120) -> Figure:
     """Truth and reconstructions as frame-by-vertex state rasters (the paper's Fig. 2 idea)."""
@@ -1015,6 +1086,7 @@ def render_figure(name: str, spec: dict, runs: list, inputs: dict) -> Figure:
         "canonical_bars": lambda: figure_canonical_bars(spec, scores, published),
         "cv_vs_f1": lambda: figure_cv_vs_f1(spec, scores, published),
         "timing": lambda: figure_timing(spec, scores, runs),
+        "reliability": lambda: figure_reliability(spec, scores),
     }
     if name not in figures:
         raise ValueError(f"unknown figure {name!r}")
@@ -1042,6 +1114,7 @@ REPORT_ITEMS = {
     "canonical_quality": ReportItem("table", ("canonical",), published=True),
     "unobserved_quality": ReportItem("table", ("canonical",)),
     "ditto_protocol": ReportItem("table", ("ditto_protocol",)),
+    "calibration": ReportItem("table", ("calibration",)),
     "feasibility_sensitivity": ReportItem("table", ("canonical", "rate_grid")),
     "tau_sensitivity": ReportItem("table", ("tau",)),
     "rate_robustness": ReportItem("table", ("rate_robustness",)),
@@ -1051,6 +1124,7 @@ REPORT_ITEMS = {
     "canonical_bars": ReportItem("figure", ("canonical",), published=True),
     "cv_vs_f1": ReportItem("figure", ("canonical",), published=True),
     "timing": ReportItem("figure", ("canonical", "large")),
+    "reliability": ReportItem("figure", ("calibration",)),
     "history_drawing": ReportItem("figure", ("canonical",)),  # reads one history and its predictions
 }
 
