@@ -185,6 +185,32 @@ def test_graph_too_large_for_the_device_refused_up_front(graph, monkeypatch):
         be.loglik_batch(prep, problem.prior, np.array([0.1]), np.array([0.1]))
 
 
+def test_auto_backend_falls_back_to_the_cpu_when_the_gpu_is_too_small(graph, monkeypatch):
+    """--backend auto means the GPU when it can: a graph over its free memory runs on the CPU, same history;
+    an explicit --backend cuda still refuses it."""
+    import battus.infer
+    from battus.backends.cuda import CUDABackend
+    from battus.errors import InputError
+
+    problem = _problem(graph, "sir", 2)
+
+    def tiny_gpu(name):
+        if name == "cpu":
+            return CPUBackend()
+        be = CUDABackend(item_arcs=4)
+        be.free_device_bytes = lambda: 1024
+        return be
+
+    monkeypatch.setattr(battus.infer, "get_backend", tiny_gpu)
+    said = []
+    recon = reconstruct(problem, method_options("battus-z"), backend="auto", progress=said.append)
+    assert recon.backend == "cpu" and any("on the CPU instead" in m for m in said)
+    expected = reconstruct(problem, method_options("battus-z"), backend=CPUBackend())
+    assert np.array_equal(recon.states, expected.states)
+    with pytest.raises(InputError, match="device memory"):
+        reconstruct(problem, method_options("battus-z"), backend="cuda")
+
+
 def test_numpy_row_stack_workaround():
     """Simulate NumPy >= 2.5 in a fresh interpreter: the guard must let numba-cuda import."""
     import subprocess

@@ -18,6 +18,7 @@ import numpy as np
 
 from .backends import Backend, get_backend
 from .decode import decode, states_from_hitting_times
+from .errors import InputError
 from .fit import fit_rates
 from .options import DECODERS, DEFAULT_RATES, METHODS, FitSettings, Options, method_options
 from .problem import Problem, Reconstruction
@@ -41,14 +42,24 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     options.validate()
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
+    auto = backend == "auto"
     if isinstance(backend, str):
         backend = get_backend(backend)
     say = progress or (lambda msg: None)
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
     backend.warm_up(causal=options.causal)
+    try:
+        prep = backend.prepare(problem)
+    except InputError as exc:
+        if not (auto and exc.field == "device memory"):
+            raise
+        # `auto` means the GPU when it can: a graph too large for its free memory runs on the CPU
+        say(f"{exc.message}; reconstructing on the CPU instead (--backend auto)")
+        backend = get_backend("cpu")
+        backend.warm_up(causal=options.causal)
+        prep = backend.prepare(problem)
     warmup_seconds = time.perf_counter() - warm_started
-    prep = backend.prepare(problem)
     backend.synchronize()
     runs: list[float] = []
     while True:
