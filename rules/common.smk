@@ -82,6 +82,10 @@ def table_file(name, ext):
     return f"{OUT}/report/tables/{name}.{ext}"
 
 
+def scores_file():
+    return f"{OUT}/scores.csv"
+
+
 def figure_file(name):
     return f"{OUT}/report/figures/{name}.png"
 
@@ -128,8 +132,8 @@ def report_inputs(name):
 def report_targets():
     targets = [table_file(t, ext) for t in TABLES for ext in ("csv", "md", "tex")]
     targets += [figure_file(f) for f in FIGURES]
-    # runs that no table reads (`extra`) are still made
-    return targets + [score(*run) for run in PLAN.all_runs()]
+    # runs that no table reads (`extra`) are still made, and all their numbers in one long table
+    return targets + [score(*run) for run in PLAN.all_runs()] + [scores_file()]
 
 
 def archive_paths():

@@ -31,3 +31,19 @@ for table in TABLES:
             spec=report_spec(table, PLAN),
         script:
             "../workflow_scripts/make_report_item.py"
+
+
+rule scores_csv:
+    input:
+        [score(*run) for run in PLAN.all_runs()],
+    output:
+        report(scores_file(), caption="../reports/scores.rst", category="Scores"),
+    log:
+        f"{OUT}/logs/tables/scores.log",
+    conda:
+        "../envs/battus.yaml"
+    params:
+        runs=PLAN.all_runs(),
+        seeds={d: DATASETS[d].get("seed") for d in PLAN.simulated()},
+    script:
+        "../workflow_scripts/make_scores_csv.py"

@@ -322,3 +322,34 @@ def test_controls_are_shown_but_never_ranked_or_bold(canonical):
     assert not bold.iloc[truth_row].any() and bold.drop(index=truth_row).any().any()
     assert "not ranked" in table.note
     assert set(table.tidy.loc[table.tidy["method"] == "Truth (positive control)", "source"]) == {"control"}
+
+
+def test_scores_long_has_one_row_per_number_with_protocol_and_convention(tmp_path):
+    import json
+
+    def record(observed, f1, calibration=None):
+        s = _score(f1, 0.1, "si")
+        s["hermes"]["nrmse_ditto"] = s["unobserved"]["nrmse_ditto"] = 0.1 * 2**0.5
+        s |= {"observed_times": observed, "T": 10}
+        if calibration:
+            s["calibration"] = calibration
+        return s
+
+    runs = [("ba-si", "battus-z", "default"), ("ba-si", "battus-z", "final"), ("pol-si", "truth", "default")]
+    records = [record([5, 10], 0.9, {"brier": 0.2, "log_loss": 0.3, "ece": 0.01, "overconfidence": 0.02}),
+               record([10], 0.8), record([3, 10], 1.0)]
+    paths = []
+    for i, r in enumerate(records):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(r))
+    frame = report.scores_long(runs, paths, {"ba-si": 7})
+    assert list(frame.columns) == report.SCORES_COLUMNS and not frame.isna().any().any()
+    assert frame.groupby("variant")["protocol"].first().to_dict() == {"default": "benchmark", "final": "final"}
+    assert set(frame.loc[frame["dataset"] == "pol-si", "protocol"]) == {"custom"}
+    assert set(frame.loc[frame["dataset"] == "ba-si", "seed"]) == {7} and set(frame.loc[frame["dataset"] == "pol-si",
+                                                                                       "seed"]) == {""}
+    nrmse = frame[(frame["metric"] == "hermes_nrmse") & (frame["variant"] == "default")]
+    assert dict(zip(nrmse["convention"], nrmse["value"], strict=True)) == pytest.approx({"paper": 0.1,
+                                                                                        "ditto": 0.1 * 2**0.5})
+    assert (frame["metric"] == "calibration_brier").sum() == 1  # only the run with posteriors
+    assert not frame.duplicated(["dataset", "protocol", "method", "variant", "seed", "metric", "convention"]).any()

@@ -490,6 +490,48 @@ def table_ditto_protocol(spec: dict, scores: dict) -> Table:
                  tidy_frame(tidy), note)
 
 
+SCORES_COLUMNS = ["dataset", "protocol", "method", "variant", "seed", "metric", "convention", "value"]
+
+
+def protocol_of(observed_times: list[int], T: int) -> str:
+    """The observation protocol a run was scored under: benchmark {floor(T/2), T}, final {T}, or custom."""
+    if list(observed_times) == [T // 2, T]:
+        return "benchmark"
+    return "final" if list(observed_times) == [T] else "custom"
+
+
+def scores_long(runs: list, paths: list, seeds: dict) -> pd.DataFrame:
+    """Every number of every score file, one row each (SCORES_COLUMNS): the leaderboard's input.
+
+    ``metric`` names the scorer and the measure (``hermes_f1``, ``unobserved_nrmse``,
+    ``causal_violation_fraction``, ``time_ms``, ``calibration_brier``, ...); ``convention`` is
+    ``paper`` or ``ditto`` for NRMSE and empty otherwise; ``seed`` is the simulation seed of a
+    simulated dataset, empty for an imported one.
+    """
+    rows = []
+    for (d, m, v), path in zip(runs, paths, strict=True):
+        s = json.loads(Path(path).read_text())
+        ids = {"dataset": d, "protocol": protocol_of(s["observed_times"], s["T"]), "method": m, "variant": v,
+               "seed": "" if seeds.get(d) is None else seeds[d]}
+
+        def add(metric: str, value, convention: str = "", ids: dict = ids) -> None:
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                rows.append({**ids, "metric": metric, "convention": convention, "value": value})
+
+        for scorer in ("hermes", "unobserved"):
+            add(f"{scorer}_f1", s[scorer]["f1"])
+            add(f"{scorer}_nrmse", s[scorer]["nrmse"], "paper")
+            add(f"{scorer}_nrmse", s[scorer].get("nrmse_ditto"), "ditto")
+        causal = s["causal"]["prediction"]
+        add("causal_violation_fraction", causal["rate"])
+        add("causal_violations", causal["violations"])
+        add("causal_events", causal["events"])
+        add("time_ms", 1e3 * s["algorithm_seconds"])
+        for key in ("brier", "log_loss", "ece", "overconfidence"):
+            add(f"calibration_{key}", (s.get("calibration") or {}).get(key))
+    return tidy_frame(rows).reindex(columns=SCORES_COLUMNS)
+
+
 def pooled_reliability(records: list[dict]) -> dict:
     """One reliability diagram from several (one per dataset): counts summed, means weighted by count."""
     count = np.zeros(records[0]["bins"])
