@@ -7,6 +7,14 @@
 # task/none, accounting_storage/none. Two partitions on the one node: `cpu`
 # (default) and `gpu`, the latter with a GPU generic resource backed by a fake
 # device file, so GPU-marked jobs are routed and scheduled as on a real site.
+# Every finished job is recorded by slurmctld in $STATE/log/jobcomp.txt
+# (jobcomp/filetxt: state, partition, CPUs, memory), which is not accounting:
+# `sacct` still fails here, as on a site without slurmdbd. MinJobAge=3600 keeps
+# finished jobs in `scontrol show job` for an hour (and lets the plugin poll
+# with squeue).
+#
+# Exit status 3: SLURM is not installed and cannot be (no apt-get, not root, or
+# apt-get failed, e.g. offline); the caller may skip.
 set -euo pipefail
 STATE=${SLURM_CI_STATE:-/tmp/battus-slurm}
 ACTION=${1:?usage: slurm_cluster.sh start|stop}
@@ -23,15 +31,25 @@ stop() {
 }
 
 if [[ $ACTION == stop ]]; then stop; exit 0; fi
+stop  # daemons left by an earlier `start` (their PID files), never others
 
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+cannot() { echo "slurm_cluster.sh: cannot install SLURM: $*" >&2; exit 3; }
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
+        || ! command -v sbatch >/dev/null || ! command -v munged >/dev/null; then
+    [[ $(id -u) == 0 ]] || cannot "not root"
+    command -v apt-get >/dev/null || cannot "no apt-get (not Debian/Ubuntu)"
     # keep the packages' maintainer scripts from starting services during install
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge >/dev/null
-    rm -f /usr/sbin/policy-rc.d
+    # (an image's own policy-rc.d is left as it is)
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
+    timeout 300 apt-get update -qq || cannot "apt-get update failed (offline?)"
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
+        slurmctld slurmd slurm-client munge >/dev/null || cannot "apt-get install failed"
 fi
 
+rm -f "$STATE/log/jobcomp.txt"  # a record of this cluster's jobs only
 mkdir -p "$STATE"/{spool,state,log} /etc/slurm /run/munge /var/log/munge /var/lib/munge
 host=$(hostname -s)
 cpus=$(nproc)
@@ -55,11 +73,13 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$STATE/log/jobcomp.txt
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 GresTypes=gpu
 ReturnToService=2
-MinJobAge=300
+MinJobAge=3600
 SchedulerParameters=batch_sched_delay=0
 NodeName=$host CPUs=$cpus RealMemory=$mem_mb Gres=gpu:1 State=UNKNOWN
 PartitionName=cpu Nodes=$host Default=YES MaxTime=INFINITE State=UP
@@ -80,7 +100,14 @@ cp /run/munge/munged.pid "$STATE/munged.pid"
 /usr/sbin/slurmctld -i -f /etc/slurm/slurm.conf
 /usr/sbin/slurmd -f /etc/slurm/slurm.conf
 for _ in $(seq 100); do
-    if sinfo -h -o '%T' 2>/dev/null | grep -qE '^(idle|mixed)'; then
+    # a daemon that died (bad config) ends the wait at once
+    for name in slurmctld slurmd; do
+        if ! kill -0 "$(cat "$STATE/$name.pid" 2>/dev/null || echo 0)" 2>/dev/null; then
+            sleep 1  # it may still be writing its PID file
+            kill -0 "$(cat "$STATE/$name.pid" 2>/dev/null || echo 0)" 2>/dev/null || break 2
+        fi
+    done
+    if timeout 5 sinfo -h -o '%T' 2>/dev/null | grep -qE '^(idle|mixed)'; then
         sinfo
         exit 0
     fi

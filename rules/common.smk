@@ -183,18 +183,41 @@ def reconstruct_options(wildcards):
 
 
 # ---------------------------------------------------------------------------
-# Resources (cluster jobs): sizes from the config, estimates from battus.experiments.
-def job_threads(wildcards):
-    # Snakemake caps this at --cores locally; on SLURM it becomes --cpus-per-task
-    return PLAN.threads(wildcards.dataset)
+# Resources (cluster jobs): sizes from the config, estimates from battus.experiments,
+# where they go from the config's `cluster` key (battus.cluster checks them against
+# the SLURM site when the executor is slurm; locally none of this is looked at).
+from battus.cluster import SlurmSite  # noqa: E402
+
+CLUSTER = SlurmSite(config["cluster"], workflow)
 
 
 def reconstruct_gpus(wildcards):
-    return int(PLAN.uses_gpu(wildcards.dataset))
+    return int(PLAN.uses_gpu(wildcards.dataset, wildcards.method))
 
 
 def simulate_gpus(wildcards):
     return int(DATASETS[wildcards.dataset]["sim_backend"] == "cuda")
+
+
+def job_threads(gpus):
+    """Threads from battus.experiments.Plan.threads (`large_threads` on `large` datasets, a
+    plug-in's own, else 1): capped at --cores locally, on SLURM (--cpus-per-task) at
+    the CPUs of the largest node of the job's partition.
+    """
+
+    def threads(wildcards):
+        requested = PLAN.threads(wildcards.dataset, wildcards.get("method"))
+        return CLUSTER.threads(requested, bool(gpus(wildcards)))
+
+    return threads
+
+
+def cluster_resources(gpus=None):
+    """slurm_partition (and slurm_account when set) of a rule's jobs: the GPU
+    partition for jobs with gpu=1, cluster.cpu_partition (site default when empty)
+    for the others.
+    """
+    return CLUSTER.resources(gpus)
 
 
 def reconstruct_mem_mb(wildcards):

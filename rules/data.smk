@@ -41,6 +41,8 @@ rule import_history:
         dataset=alternatives(PLAN.imported()),
     conda:
         "../envs/battus.yaml"
+    resources:
+        **cluster_resources(),
     params:
         command="import-hermes",
         options=import_options,
@@ -59,6 +61,8 @@ rule generate_graph:
         graph=alternatives(PLAN.generated_graphs()),
     conda:
         "../envs/battus.yaml"
+    resources:
+        **cluster_resources(),
     params:
         spec=lambda wc: {
             k: v
@@ -83,6 +87,7 @@ rule edgelist_graph:
     conda:
         "../envs/battus.yaml"
     resources:
+        **cluster_resources(),
         mem_mb=edgelist_mem_mb,
         runtime=edgelist_runtime,
     params:
@@ -105,8 +110,9 @@ rule simulate:
         dataset=alternatives(PLAN.simulated()),
     conda:
         "../envs/battus.yaml"
-    threads: job_threads
+    threads: job_threads(simulate_gpus)
     resources:
+        **cluster_resources(simulate_gpus),
         mem_mb=simulate_mem_mb,
         gpu=simulate_gpus,
     params:

@@ -21,6 +21,8 @@ for figure in FIGURES:
             f"{OUT}/logs/figures/{figure}.log",
         conda:
             "../envs/battus.yaml"
+        resources:
+            **cluster_resources(),
         params:
             name=figure,
             runs=report_runs(figure, PLAN),

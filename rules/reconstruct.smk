@@ -13,8 +13,9 @@ rule reconstruct:
         f"{OUT}/benchmarks/reconstruct/{{dataset}}/{{method}}/{{variant}}.tsv"
     conda:
         "../envs/battus-cuda.yaml"
-    threads: job_threads
+    threads: job_threads(reconstruct_gpus)
     resources:
+        **cluster_resources(reconstruct_gpus),
         gpu=reconstruct_gpus,
         mem_mb=reconstruct_mem_mb,
         runtime=reconstruct_runtime,
@@ -39,6 +40,7 @@ rule score:
     conda:
         "../envs/battus.yaml"
     resources:
+        **cluster_resources(),
         mem_mb=score_mem_mb,
     params:
         command="score",

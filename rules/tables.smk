@@ -25,6 +25,8 @@ for table in TABLES:
             f"{OUT}/logs/tables/{table}.log",
         conda:
             "../envs/battus.yaml"
+        resources:
+            **cluster_resources(),
         params:
             name=table,
             runs=report_runs(table, PLAN),
