@@ -44,6 +44,8 @@ rule scores_csv:
         f"{OUT}/logs/tables/scores.log",
     conda:
         "../envs/battus.yaml"
+    resources:
+        **cluster_resources(),
     params:
         runs=PLAN.all_runs(),
         seeds={d: DATASETS[d].get("seed") for d in PLAN.simulated()},
