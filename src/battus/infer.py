@@ -48,8 +48,8 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     say = progress or (lambda msg: None)
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
-    backend.warm_up(causal=options.causal)
     try:
+        backend.warm_up(causal=options.causal)
         prep = backend.prepare(problem)
     except InputError as exc:
         if not (auto and exc.field == "device memory"):
