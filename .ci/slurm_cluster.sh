@@ -44,9 +44,11 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
         printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
         trap 'rm -f /usr/sbin/policy-rc.d' EXIT
     fi
-    timeout 300 apt-get update -qq || cannot "apt-get update failed (offline?)"
-    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq \
-        slurmctld slurmd slurm-client munge >/dev/null || cannot "apt-get install failed"
+    # offline: fail fast (no retries, short timeouts), not after many minutes
+    apt=(-o Acquire::Retries=0 -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20)
+    timeout 180 apt-get "${apt[@]}" update -qq || cannot "apt-get update failed (offline?)"
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get "${apt[@]}" install -y -qq \
+        slurmctld slurmd slurm-client munge >/dev/null || cannot "apt-get install failed (offline?)"
 fi
 
 rm -f "$STATE/log/jobcomp.txt"  # a record of this cluster's jobs only
