@@ -385,7 +385,7 @@ def test_plan_options_come_from_the_package_presets():
         assert plan.presets[method] == {k: getattr(options, k) for k in plan.presets[method]}
     z = plan.options("ba-si", "battus-z", "default")
     assert z == {"backend": "cpu", "backward": True, "beta_i": 0.1, "causal": False, "decoder": "threshold",
-                 "fit": False, "method": "battus-z", "projection": True, "repeat_seconds": 2, "repeats": 5,
+                 "fit": False, "method": "battus-z", "projection": True, "repeat_seconds": 1, "repeats": 5,
                  "posteriors": True, "reset": False, "schedule": None,
                  "tau": 0.65}  # SI: no recovery rate; timing from `timing`; posteriors for `calibration`
     fitted = plan.options("ba-sir", "battus", "default")

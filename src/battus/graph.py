@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
-import pandas as pd
 
 from .errors import InputError
 
@@ -247,6 +246,8 @@ def _relabel(
     flat[0::2] = src
     flat[1::2] = dst
     if how == "appearance":
+        import pandas as pd  # here, not at the top: every job imports this module, few relabel ids
+
         uniq = pd.unique(flat).astype(np.int64)  # hash-based, keeps first-appearance order
         perm = np.argsort(uniq)
         labels = perm[np.searchsorted(uniq[perm], flat)].astype(np.int64)

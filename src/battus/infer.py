@@ -49,7 +49,7 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
     try:
-        backend.warm_up(causal=options.causal)
+        backend.warm_up(causal=options.causal, fit=options.fit)
         prep = backend.prepare(problem)
     except InputError as exc:
         if not (auto and exc.field == "device memory"):
@@ -57,7 +57,7 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
         # `auto` means the GPU when it can: a graph too large for its free memory runs on the CPU
         say(f"{exc.message}; reconstructing on the CPU instead (--backend auto)")
         backend = get_backend("cpu")
-        backend.warm_up(causal=options.causal)
+        backend.warm_up(causal=options.causal, fit=options.fit)
         prep = backend.prepare(problem)
     warmup_seconds = time.perf_counter() - warm_started
     backend.synchronize()

@@ -47,9 +47,10 @@ class Backend(Protocol):
     # causal repair packs hitting times into narrow fields: the most frames it supports
     max_causal_frames: int
 
-    def warm_up(self, causal: bool = False) -> None:
+    def warm_up(self, causal: bool = False, fit: bool = True) -> None:
         """Compile (or load from Numba's cache) every kernel a reconstruction will use, the causal
-        repair's too when ``causal``, so that the timed interval holds no compilation."""
+        repair's too when ``causal`` and the fit's when ``fit``, so that the timed interval holds no
+        compilation (and a run that does not fit does not pay for loading the fit's kernels)."""
 
     def prepare(self, problem: Problem) -> Prepared:
         """Hold graph and observations in the backend's memory."""
@@ -105,7 +106,12 @@ def tiny_problem() -> Problem:
     return Problem(graph=graph, model="sir", T=2, n0=1, observations=obs)
 
 
-def run_every_kernel(backend: Backend, causal: bool) -> None:
+def needs_warm_up(warmed: set[tuple[bool, bool]], causal: bool, fit: bool) -> bool:
+    """Whether no earlier warm-up (a set of its ``(causal, fit)``) covered these kernels."""
+    return not any((c or not causal) and (f or not fit) for c, f in warmed)
+
+
+def run_every_kernel(backend: Backend, causal: bool, fit: bool = True) -> None:
     """Take ``backend`` through every stage on :func:`tiny_problem`: each kernel compiles (or loads
     from Numba's cache) for the array types of a real run. Numba compiles a kernel whole, so one
     pass reaches every branch; the fit has more candidates than the CUDA backend re-scores in
@@ -115,7 +121,8 @@ def run_every_kernel(backend: Backend, causal: bool) -> None:
 
     tiny = tiny_problem()
     prep = backend.prepare(tiny)
-    fit_rates(backend, prep, tiny, FitSettings(grid_points=9, refine_points=2, refine_rounds=1))
+    if fit:
+        fit_rates(backend, prep, tiny, FitSettings(grid_points=9, refine_points=2, refine_rounds=1))
     for reset in (False, True):
         rho = backend.pressures(prep, tiny.prior, 0.1, 0.1, reset)
     gamma = backend.posteriors(prep, rho, tiny.prior, 0.1, True)

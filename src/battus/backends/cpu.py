@@ -10,7 +10,7 @@ import numpy as np
 from ..graph import Graph
 from ..kernels import causal_cpu, fit_cpu, infer_cpu, simulate_cpu
 from ..problem import Problem, segments
-from .base import Prepared, run_every_kernel
+from .base import Prepared, needs_warm_up, run_every_kernel
 
 
 class CPUBackend:
@@ -23,7 +23,7 @@ class CPUBackend:
         import numba
 
         self.device = f"{platform.processor() or platform.machine()} x{numba.get_num_threads()} threads"
-        self._warmed: set[bool] = set()  # the ``causal`` values warm_up has run with
+        self._warmed: set[tuple[bool, bool]] = set()  # the (causal, fit) warm_up has run with
 
     def prepare(self, problem: Problem) -> Prepared:
         obs = problem.observations
@@ -52,11 +52,11 @@ class CPUBackend:
     def stop_interval(self, start: float) -> float:
         return time.perf_counter() - start
 
-    def warm_up(self, causal: bool = False) -> None:
+    def warm_up(self, causal: bool = False, fit: bool = True) -> None:
         """Load every kernel (compiled or from Numba's cache) outside the timed interval."""
-        if causal not in self._warmed:
-            run_every_kernel(self, causal)
-            self._warmed.update({causal, False})
+        if needs_warm_up(self._warmed, causal, fit):
+            run_every_kernel(self, causal, fit)
+            self._warmed.add((causal, fit))
 
     def loglik_batch(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray) -> np.ndarray:
         return fit_cpu.segmented_loglik(

@@ -39,7 +39,7 @@ from ..kernels import infer_cuda as K
 from ..kernels.cuda_common import BLOCK, WARP, blocks, cuda, simulated
 from ..memory import format_bytes
 from ..problem import Problem, segments
-from .base import Prepared, run_every_kernel
+from .base import Prepared, needs_warm_up, run_every_kernel
 
 
 @dataclass
@@ -107,7 +107,7 @@ class CUDABackend:
             self.device = f"{name} (cc {dev.compute_capability[0]}.{dev.compute_capability[1]})"
         self.live_bytes = 0
         self.peak_bytes = 0
-        self._warmed: set[bool] = set()  # the ``causal`` values warm_up has run with
+        self._warmed: set[tuple[bool, bool]] = set()  # the (causal, fit) warm_up has run with
 
     # -- memory accounting: every device array of the algorithm comes from here
 
@@ -155,11 +155,11 @@ class CUDABackend:
         stop.synchronize()
         return cuda.event_elapsed_time(start, stop) / 1e3
 
-    def warm_up(self, causal: bool = False) -> None:
+    def warm_up(self, causal: bool = False, fit: bool = True) -> None:
         """Compile every kernel on a tiny problem, outside the timed interval."""
-        if causal not in self._warmed and not self.simulated:  # the simulator compiles nothing
-            run_every_kernel(self, causal)
-            self._warmed.update({causal, False})
+        if needs_warm_up(self._warmed, causal, fit) and not self.simulated:  # the simulator compiles nothing
+            run_every_kernel(self, causal, fit)
+            self._warmed.add((causal, fit))
 
     # -- device memory: refuse, with the estimate, what cannot fit before allocating it
 
