@@ -353,3 +353,16 @@ def test_scores_long_has_one_row_per_number_with_protocol_and_convention(tmp_pat
                                                                                         "ditto": 0.1 * 2**0.5})
     assert (frame["metric"] == "calibration_brier").sum() == 1  # only the run with posteriors
     assert not frame.duplicated(["dataset", "protocol", "method", "variant", "seed", "metric", "convention"]).any()
+
+
+def test_canonical_note_says_which_comparison_flips_under_dittos_convention(canonical):
+    """From the paper's own rows: Battus-Z's mean NRMSE .1010 becomes .1209 (still below HERMES's .1483),
+    fitted Battus's .1342 becomes .1535 (above it)."""
+    spec, scores = canonical
+    scores = {k: {**s, "hermes": {**s["hermes"], "nrmse_ditto": s["hermes"]["nrmse"] * (2**0.5 if s["model"] == "si"
+                                                                                         else 1.0)}}
+              for k, s in scores.items()}
+    table = report.build_table("canonical_quality", spec, scores, published=report.read_published(PUBLISHED))
+    assert "Battus-Z .1010 -> .1209" in table.note and "Battus .1342 -> .1535" in table.note
+    assert "Battus would no longer beat HERMES's published mean" in table.note
+    assert "Battus-Z would" not in table.note
