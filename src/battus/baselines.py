@@ -30,13 +30,15 @@ observed frame.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .decode import hitting_times, states_from_hitting_times
 from .errors import InputError
-from .graph import Graph
-from .problem import Problem, Reconstruction
+
+if TYPE_CHECKING:  # the workflow's plan reads the names below without loading Numba
+    from .graph import Graph
+    from .problem import Problem, Reconstruction
 
 BASELINES = ("truth", "random", "observed-copy", "graph-distance")
 CONTROLS = ("truth", "random")  # checks of the scorer and a floor, not methods to rank
@@ -109,6 +111,9 @@ def _distance_times(problem: Problem, level: int, lo: np.ndarray, hi: np.ndarray
 
 def baseline(problem: Problem, method: str, seed: int = 0) -> Reconstruction:
     """One control's or baseline's history for ``problem`` (see the module doc for each ``method``)."""
+    from .decode import hitting_times, states_from_hitting_times
+    from .problem import Reconstruction
+
     if method not in BASELINES:
         raise InputError("--method", "method", f"unknown baseline {method!r}; choose from {', '.join(BASELINES)}")
     started = time.perf_counter()
