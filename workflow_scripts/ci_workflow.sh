@@ -13,6 +13,20 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "default workflow end to end (offline, CPU)"
 snakemake --cores "$CORES"
+step "the example plug-in, the controls and the baselines are in the default run's canonical table"
+python3 - <<'PY'
+import csv
+from pathlib import Path
+rows = list(csv.DictReader(Path("results/report/tables/canonical_quality.csv").open()))
+methods = {r["method"]: r["source"] for r in rows}
+for name in ("Forward fill (example plug-in)", "Truth (positive control)", "Random (negative control)",
+             "Observed copy (naive baseline)", "Graph distance (baseline)"):
+    assert name in methods, (name, sorted(methods))
+truth = [float(r["value"]) for r in rows if r["method"] == "Truth (positive control)" and r["metric"] in ("f1", "nrmse")]
+assert truth and set(truth) <= {0.0, 1.0}, truth  # the positive control scores exactly F1 1 and NRMSE 0
+assert Path("results/scores.csv").stat().st_size > 0
+print(f"{len(methods)} methods in the canonical table; the positive control scores exactly 1 / 0")
+PY
 step "HTML and zip reports of the default run, from a venv made exactly as the README's first command"
 # the README's setup installs only the `workflow` extra: the report must build with that alone
 # (here, not .venv: CI's .venv also has the test and cuda extras)
