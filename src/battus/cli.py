@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 from . import __version__
+from .baselines import BASELINES  # names only: the module loads numpy alone
 from .errors import InputError
 
 EXIT_BAD_INPUT = 2
@@ -422,8 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(hitting times from arc distances to the region not yet infected).")
     p.add_argument("history", help="history file (graph, model, T, n0, observations; truth for `truth`)")
     p.add_argument("--out", required=True, help="prediction file to write (.h5)")
-    p.add_argument("--method", required=True, choices=["truth", "random", "observed-copy", "graph-distance"],
-                   help="which control or baseline")
+    p.add_argument("--method", required=True, choices=BASELINES, help="which control or baseline")
     p.add_argument("--seed", type=_SEED, default=0, help="seed of the random control (default: 0)")
     _add_schedule(p, default=None)
     common(p)
