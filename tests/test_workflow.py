@@ -105,6 +105,7 @@ def test_rerun_one_ablation_after_param_change(tmp_path):
     assert plan.pop("score") == {"results/ba-si/battus-z/sharp/score.json",
                                  "results/ba-sir/battus-z/sharp/score.json"}
     assert set(plan.pop("table_ablation")) >= {"results/report/tables/ablation.csv"}
+    assert plan.pop("scores_csv") == {"results/scores.csv"}  # every score, in one long table
     plan.pop("all", None)
     assert plan == {}, f"unexpected jobs: {sorted(plan)}"
 
@@ -116,7 +117,7 @@ def test_rerun_one_ablation_after_param_change(tmp_path):
         "results/ba-si/battus-z/sharp/prediction.h5", "results/ba-sir/battus-z/sharp/prediction.h5",
         "results/ba-si/battus-z/sharp/score.json", "results/ba-sir/battus-z/sharp/score.json",
         "results/report/tables/ablation.csv", "results/report/tables/ablation.md",
-        "results/report/tables/ablation.tex",
+        "results/report/tables/ablation.tex", "results/scores.csv",
     }
     params = json.loads((work / "results/ba-sir/battus-z/sharp/score.json").read_text())["params"]
     assert params["tau"] == 0.75
