@@ -140,7 +140,7 @@ def archive_paths():
     """What the archive packs: this configuration's own outputs (not other configs' folders
     that may live inside `results`), the configs, the published rows and the captions.
     """
-    own = ["graphs", "logs", "benchmarks", "report", *DATASETS]
+    own = ["graphs", "logs", "benchmarks", "report", "scores.csv", *DATASETS]
     return [f"{OUT}/{x}" for x in own] + ["config", "data/published", "reports"]
 
 
