@@ -36,7 +36,7 @@ import numpy as np
 
 from .decode import hitting_times
 from .errors import InputError
-from .problem import Problem, Reconstruction
+from .problem import Problem, Reconstruction, check_posteriors
 
 PLACEHOLDERS = ("history", "out", "threads", "seed", "python", "workflow")
 # the folder of the Snakemake workflow running the plug-in (set by workflow_scripts/battus_cli.py; the working folder
@@ -111,11 +111,7 @@ def _reconstruction(name: str, argv: list[str], record: dict, problem: Problem, 
                          f"shape {states.shape}, expected (T+1, n) = {(problem.T + 1, problem.n)}")
     posteriors = record["posteriors"]
     if posteriors is not None:
-        if posteriors.shape != (3, problem.T + 1, problem.n):
-            raise InputError(f"method {name}: prediction", "posteriors",
-                             f"shape {posteriors.shape}, expected (3, T+1, n) = {(3, problem.T + 1, problem.n)}")
-        if not (np.isfinite(posteriors).all() and posteriors.min() >= 0 and posteriors.max() <= 1):
-            raise InputError(f"method {name}: prediction", "posteriors", "probabilities must lie in [0, 1]")
+        check_posteriors(posteriors, problem.T, problem.n, f"method {name}: prediction")
         posteriors = posteriors.astype(np.float32)
     seconds = record["algorithm_seconds"]
     own_timing = math.isfinite(seconds) and seconds >= 0

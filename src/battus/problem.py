@@ -113,6 +113,15 @@ def check_states(states: np.ndarray, source: str, field_name: str, model: str) -
         raise InputError(source, field_name, f"states must lie in 0..{top} for model {model}")
 
 
+def check_posteriors(posteriors: np.ndarray, T: int, n: int, source: str) -> None:
+    """Posterior marginals of a prediction: shape (3, T+1, n), finite probabilities in [0, 1]."""
+    expected = (3, T + 1, n)
+    if posteriors.shape != expected:
+        raise InputError(source, "posteriors", f"shape {posteriors.shape}, expected (3, T+1, n) = {expected}")
+    if not np.isfinite(posteriors).all() or posteriors.min() < 0 or posteriors.max() > 1:
+        raise InputError(source, "posteriors", "probabilities must be finite and lie in [0, 1]")
+
+
 def _check_initial_infections(n0: int, times: np.ndarray, states: np.ndarray, source: str, field_name: str) -> None:
     """What n0 implies: frame 0 holds exactly n0 infected and no recovered vertex; those n0 are never S
     again, so every frame holds at least n0 vertices that are not S; with n0 = 0 nothing is ever infected."""

@@ -530,9 +530,12 @@ SCORES_COLUMNS = ["dataset", "protocol", "method", "variant", "seed", "metric", 
 
 def protocol_of(observed_times: list[int], T: int) -> str:
     """The observation protocol a run was scored under: benchmark {floor(T/2), T}, final {T}, or custom."""
-    if list(observed_times) == [T // 2, T]:
-        return "benchmark"
-    return "final" if list(observed_times) == [T] else "custom"
+    from .problem import schedule_times
+
+    for name in ("benchmark", "final"):
+        if list(observed_times) == schedule_times(T, name).tolist():
+            return name
+    return "custom"
 
 
 def scores_long(runs: list, paths: list, seeds: dict) -> pd.DataFrame:

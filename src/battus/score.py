@@ -199,11 +199,9 @@ def calibration_score(truth: np.ndarray, posteriors: np.ndarray, obs_times: np.n
 
 
 def _check_posteriors(posteriors: np.ndarray, truth: np.ndarray, source: str) -> None:
-    expected = (3, *truth.shape)
-    if posteriors.shape != expected:
-        raise InputError(source, "posteriors", f"shape {posteriors.shape}, expected (3, T+1, n) = {expected}")
-    if not np.isfinite(posteriors).all() or posteriors.min() < 0 or posteriors.max() > 1:
-        raise InputError(source, "posteriors", "probabilities must be finite and lie in [0, 1]")
+    from .problem import check_posteriors
+
+    check_posteriors(posteriors, truth.shape[0] - 1, truth.shape[1], source)
     worst = float(np.abs(posteriors.sum(axis=0, dtype=np.float64) - 1).max())
     if worst > 1e-3:
         raise InputError(source, "posteriors", f"the probabilities of a cell must sum to 1 (off by {worst:.3g})")
