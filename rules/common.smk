@@ -125,7 +125,7 @@ def report_inputs(name):
         }
     inputs = {"scores": [score(*r) for r in runs]}
     if REPORT_ITEMS[name].published:
-        inputs["published"] = config["published"]["hermes_table2"]
+        inputs["published"] = config["published"][REPORT_ITEMS[name].published]
     return inputs
 
 

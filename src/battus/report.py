@@ -479,16 +479,55 @@ def convention_note(spec: dict, scores: dict, published: pd.DataFrame) -> str:
             f"{fmt_value(reference, 'metric')} (its convention is not stated): " + "; ".join(parts) + "." + verdict)
 
 
-def table_ditto_protocol(spec: dict, scores: dict) -> Table:
+def published_rows(published: pd.DataFrame | None, keys: list[str | None]) -> dict[str, list[tuple[float, float]]]:
+    """Each published method's (F1, NRMSE) on the datasets ``keys``, in order; only methods that report
+    every one of them (a value may be NaN: not reported), none where a dataset has no published key."""
+    if published is None or not keys or not all(keys):
+        return {}
+    rows = {}
+    for name, grp in published.groupby("method", sort=False):
+        by = grp.set_index("dataset")
+        if all(k in by.index for k in keys):
+            rows[name] = [(float(by.at[k, "f1"]), float(by.at[k, "nrmse"])) for k in keys]
+    return rows
+
+
+DITTO_PUBLISHED = "data/published/ditto_kdd23.csv"
+
+
+def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | None = None) -> Table:
     """The canonical comparison with only the final frame observed (DITTO's protocol), NRMSE under
-    DITTO's evaluation code (nrmse_ditto) beside the paper's convention."""
+    DITTO's evaluation code (nrmse_ditto) beside the paper's convention.
+
+    ``published``: DITTO's own single-snapshot rows (DITTO_PUBLISHED), shown where every dataset of a
+    panel maps to one of them (``published:`` in the config); they are on DITTO's convention, so their
+    paper-convention mean is left empty rather than converted.
+    """
     exp = spec["experiments"]["ditto_protocol"]
-    panels, tidy = [], []
+    panels, tidy, n_published = [], [], 0
     for model, title in (("si", "SI datasets"), ("sir", "SIR datasets")):
         datasets = exp[model]
         if not datasets:
             continue
         rows, sources = [], []
+        keys = [spec["datasets"][d].get("published") for d in datasets]
+        for name, values in published_rows(published, keys).items():
+            row = {"Method": f"{name} (published)"}
+            for d, (f1, nrmse) in zip(datasets, values, strict=True):
+                row[f"{_label(spec, d)} F1"] = f1
+                row[f"{_label(spec, d)} NRMSE (DITTO)"] = nrmse
+            row["Mean F1"] = float(np.nanmean([f1 for f1, _ in values]))
+            row["Mean NRMSE (DITTO)"] = float(np.nanmean([nrmse for _, nrmse in values]))
+            row["Mean NRMSE (paper)"] = np.nan
+            rows.append(row)
+            sources.append("published")
+            ids = {"model": model, "method": name, "source": "published", "protocol": "final"}
+            for d, (f1, nrmse) in zip(datasets, values, strict=True):
+                tidy += long_rows({**ids, "dataset": d, "label": _label(spec, d)},
+                                  {"f1": f1, "nrmse_ditto_convention": nrmse})
+            tidy += long_rows({**ids, "dataset": "all", "label": "Mean"},
+                              {"mean_f1": row["Mean F1"], "mean_nrmse_ditto_convention": row["Mean NRMSE (DITTO)"]})
+        n_published += len(rows)
         for m, v in exp["methods"]:
             variant = spec["ditto_variants"][f"{m}/{v}"]
             row = {"Method": _method_label(spec, m, variant)}
@@ -517,8 +556,14 @@ def table_ditto_protocol(spec: dict, scores: dict) -> Table:
     note = ("Only the final frame observed (DITTO's protocol, KDD'23). NRMSE (DITTO) is computed as DITTO's "
             "evaluation code does (q-rz/KDD23-DITTO inc/test.py: for SI sqrt(MSE of infection times)/(T+1), "
             "sqrt(2) times the paper's convention, which keeps the 1/2 of a zero recovery term); SIR is the "
-            "same under both. DITTO's own published single-snapshot numbers are not transcribed into "
-            "data/published yet, so no published row is shown.")
+            "same under both.")
+    if n_published:
+        note += (f" Rows marked (published) are DITTO's own, not rerun ({DITTO_PUBLISHED}: Qiu et al., KDD'23, "
+                 "Tables 4 and 5, same protocol and convention); HERMES Table 2's DITTO row equals them, so it "
+                 "was measured with the final frame alone.")
+    else:
+        note += (" DITTO's published rows are over the canonical exports (ref. qiu2023ditto); these datasets "
+                 "are not those, so none is shown.")
     if spec.get("controls"):
         note += CONTROLS_NOTE.replace("not ranked", "never bold")
     return Table("ditto_protocol", "Canonical quality under DITTO's protocol (final frame only)", panels,
@@ -822,9 +867,10 @@ def build_table(name: str, spec: dict, scores: dict, histories: dict | None = No
         return table_canonical_quality(spec, scores, published)
     if name == "ablation":
         return table_ablation(spec, scores, published)
+    if name == "ditto_protocol":
+        return table_ditto_protocol(spec, scores, published)
     builders = {
         "unobserved_quality": table_unobserved_quality,
-        "ditto_protocol": table_ditto_protocol,
         "calibration": table_calibration,
         "feasibility_sensitivity": table_feasibility_sensitivity,
         "tau_sensitivity": table_tau_sensitivity,
@@ -1184,16 +1230,16 @@ class ReportItem:
 
     kind: str  # "table" (CSV, Markdown, LaTeX) or "figure" (PNG)
     shows: tuple[str, ...]  # config experiments it prints and whose runs' scores it reads
-    published: bool = False  # also reads the published HERMES Table 2 rows
+    published: str | None = None  # also reads these published rows (a key of config `published:`)
 
 
 REPORT_ITEMS = {
     "datasets": ReportItem("table", ("datasets",)),  # reads the histories, no scores
     # the published rows decide whether the ablation's gate applies (same datasets)
-    "ablation": ReportItem("table", ("ablation",), published=True),
-    "canonical_quality": ReportItem("table", ("canonical",), published=True),
+    "ablation": ReportItem("table", ("ablation",), published="hermes_table2"),
+    "canonical_quality": ReportItem("table", ("canonical",), published="hermes_table2"),
     "unobserved_quality": ReportItem("table", ("canonical",)),
-    "ditto_protocol": ReportItem("table", ("ditto_protocol",)),
+    "ditto_protocol": ReportItem("table", ("ditto_protocol",), published="ditto_kdd23"),
     "calibration": ReportItem("table", ("calibration",)),
     "feasibility_sensitivity": ReportItem("table", ("canonical", "rate_grid")),
     "tau_sensitivity": ReportItem("table", ("tau",)),
@@ -1201,8 +1247,8 @@ REPORT_ITEMS = {
     "large_results": ReportItem("table", ("large",)),
     "tau_curves": ReportItem("figure", ("tau",)),
     "rate_grid_heatmaps": ReportItem("figure", ("rate_grid",)),
-    "canonical_bars": ReportItem("figure", ("canonical",), published=True),
-    "cv_vs_f1": ReportItem("figure", ("canonical",), published=True),
+    "canonical_bars": ReportItem("figure", ("canonical",), published="hermes_table2"),
+    "cv_vs_f1": ReportItem("figure", ("canonical",), published="hermes_table2"),
     "timing": ReportItem("figure", ("canonical", "large")),
     "reliability": ReportItem("figure", ("calibration",)),
     "history_drawing": ReportItem("figure", ("canonical",)),  # reads one history and its predictions
