@@ -48,6 +48,10 @@ rule scores_csv:
         **cluster_resources(),
     params:
         runs=PLAN.all_runs(),
-        seeds={d: DATASETS[d].get("seed") for d in PLAN.simulated()},
+        seeds={d: PLAN.seed_of(d) for d in PLAN.simulated()},
+        # a dataset simulated at another seed is written under the dataset it repeats
+        replicates={
+            d: PLAN.base_dataset(d) for d in DATASETS if PLAN.base_dataset(d) != d
+        },
     script:
         "../workflow_scripts/make_scores_csv.py"

@@ -12,7 +12,7 @@ from battus.files import atomic_path  # noqa: E402
 sm = snakemake  # noqa: F821
 log = setup_log(sm)
 prepare_outputs(sm)
-frame = report.scores_long(sm.params.runs, list(sm.input), sm.params.seeds)
+frame = report.scores_long(sm.params.runs, list(sm.input), sm.params.seeds, sm.params.replicates)
 with atomic_path(sm.output[0]) as tmp:
     frame.to_csv(tmp, index=False)
 log.info(f"wrote {sm.output[0]}: {len(frame)} numbers from {len(sm.input)} score files")

@@ -93,6 +93,8 @@ class Plan:
         self.mirror = os.environ.get("BATTUS_MIRROR") or config.get("mirror") or None
         self.skipped = self._drop_mirror_only()
         self.rate_robustness = self._add_rate_robustness_datasets()
+        # experiment -> base dataset -> the datasets of its seeds (simulated datasets only)
+        self.replicates = self._add_replicates()
         # plug-ins (config `methods`): name -> spec; the labels of every method
         self.plugins = dict(config["methods"])
         self.method_labels = BUILTIN_LABELS | {m: spec["label"] for m, spec in self.plugins.items()}
@@ -157,6 +159,51 @@ class Plan:
                     self.datasets[name] = dataset
                     made.append((name, label, model, float(beta_i), float(beta_r)))
         return made
+
+    @staticmethod
+    def replicate_name(dataset: str, seed: int) -> str:
+        """The dataset simulated at another seed: ``<dataset>.seed<seed>``."""
+        return f"{dataset}.seed{seed}"
+
+    def _add_replicates(self) -> dict[str, dict[str, list[str]]]:
+        """The seeds of every experiment that lists `seeds:`: each simulated dataset it reads is
+        simulated once per seed (the dataset itself at its own `seed`, `<dataset>.seed<s>` at the
+        others); an imported history is fixed data and runs once."""
+        out = {}
+        for experiment in EXPERIMENTS:
+            spec = self.experiments.get(experiment)
+            if not spec or not spec.get("seeds"):
+                continue
+            out[experiment] = {}
+            for d in self._experiment_datasets(experiment):
+                base = self.datasets.get(d)
+                if base is None or "import" in base:
+                    continue
+                names = []
+                for seed in spec["seeds"]:
+                    name = d if seed == base["seed"] else self.replicate_name(d, seed)
+                    if name != d:
+                        self.datasets.setdefault(name, {**base, "seed": int(seed), "replicate_of": d})
+                    names.append(name)
+                out[experiment][d] = names
+        return out
+
+    def _experiment_datasets(self, experiment: str) -> list[str]:
+        spec = self.experiments[experiment]
+        if experiment in ("canonical", "ditto_protocol"):
+            return spec["si"] + spec["sir"]
+        if experiment == "rate_robustness":
+            return [d for d, *_ in self.rate_robustness]
+        return list(spec["datasets"])
+
+    def base_dataset(self, dataset: str) -> str:
+        """The dataset a seed replicate repeats (itself for any other)."""
+        return self.datasets[dataset].get("replicate_of", dataset)
+
+    def seed_of(self, dataset: str) -> int | None:
+        """The simulation seed of a dataset's history; None for an imported (fixed) one."""
+        spec = self.datasets[dataset]
+        return None if "import" in spec else spec["seed"]
 
     def imported(self) -> list[str]:
         return sorted(d for d, s in self.datasets.items() if "import" in s)
@@ -279,7 +326,12 @@ class Plan:
 
     # -- runs ----------------------------------------------------------------
     def runs(self, experiment: str) -> list[tuple[str, str, str]]:
-        """The (dataset, method, variant) runs one experiment scores, in table order."""
+        """The (dataset, method, variant) runs one experiment scores, in table order; a run on a
+        dataset the experiment repeats over seeds (`seeds:`) becomes one run per seed, together."""
+        seeded = self.replicates.get(experiment, {})
+        return [(r, m, v) for d, m, v in self._base_runs(experiment) for r in seeded.get(d, [d])]
+
+    def _base_runs(self, experiment: str) -> list[tuple[str, str, str]]:
         spec = self.experiments.get(experiment)
         if not spec:
             return []

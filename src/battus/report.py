@@ -18,6 +18,17 @@ tidy long frame (:attr:`Table.tidy`) for analysis. :func:`write_table` writes
 - Markdown and LaTeX (booktabs): the wide panels, best values in bold, the
   paper's ``.8726`` number style, violation rates in percent (headers say %).
 
+Seeds. An experiment repeated over seeds (``seeds:`` in its config) gives one
+score file per seed of a simulated dataset; :func:`load_scores` merges them
+into one record per (dataset, method, variant) whose numbers are
+:class:`SeedStat` floats: the mean over seeds, keeping the per-seed values.
+Markdown and LaTeX print them ``mean ± sd`` (sample sd, ddof 1); the tidy CSV
+gives the mean under the metric's own name plus ``<metric>_sd``,
+``<metric>_ci95_low``, ``<metric>_ci95_high`` (Student-t interval of the mean
+over seeds) and ``<metric>_n_seeds``. Means over datasets (:func:`seed_mean`)
+are taken seed by seed, so their sd is over seeds too. Ranking and bold use the
+mean. A single seed prints and writes as before.
+
 Labels. Config labels are written LaTeX-style (``BA--SI``) because the .tex
 tables need it; :func:`label_text` is the one conversion: an en dash for PNGs,
 Markdown and CSV, ``--`` kept for LaTeX.
@@ -83,14 +94,139 @@ class Table:
     note: str = ""
 
 
+# ---------------------------------------------------------------------------
+# Seeds: means over seeds, their sd and 95% interval
+
+# Student's t 0.975 quantile for 1..30 degrees of freedom (scipy.stats.t.ppf, six decimals)
+_T975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
+         2.200985, 2.178813, 2.160369, 2.144787, 2.13145, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
+         2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.04523, 2.042272)
+
+
+def t975(dof: int) -> float:
+    """Student's t 0.975 quantile: a table to 30 degrees of freedom, then the Cornish-Fisher
+    expansion about the normal quantile (Abramowitz & Stegun 26.7.5; error < 1e-6 beyond 30)."""
+    if dof < 1:
+        raise ValueError(f"t quantile needs at least 1 degree of freedom, got {dof}")
+    if dof <= len(_T975):
+        return _T975[dof - 1]
+    z = 1.959963984540054
+    terms = ((z**3 + z) / 4, (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+             (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+             (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160)
+    return z + sum(g / dof ** (k + 1) for k, g in enumerate(terms))
+
+
+class SeedStat(float):
+    """A mean over seeds (its value as a float) that keeps the per-seed values it averages."""
+
+    values: np.ndarray
+
+    def __new__(cls, values):
+        values = np.asarray(values, dtype=float)
+        if values.ndim != 1 or len(values) < 1:
+            raise ValueError("SeedStat needs a non-empty list of per-seed values")
+        obj = super().__new__(cls, float(values.mean()))
+        obj.values = values
+        return obj
+
+    def __reduce__(self):
+        return SeedStat, (self.values.tolist(),)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def sd(self) -> float:
+        """Sample standard deviation over seeds (ddof 1); NaN for one seed."""
+        return float(self.values.std(ddof=1)) if self.n > 1 else math.nan
+
+    def ci95(self) -> tuple[float, float]:
+        """The 95% Student-t interval of the mean over seeds (NaN for one seed)."""
+        if self.n < 2:
+            return math.nan, math.nan
+        half = t975(self.n - 1) * self.sd / math.sqrt(self.n)
+        return float(self) - half, float(self) + half
+
+
+def seeded(value) -> bool:
+    """A number averaged over two or more seeds."""
+    return isinstance(value, SeedStat) and value.n > 1
+
+
+def seed_sd(value) -> float:
+    """The sd over seeds of a number (0 where it is not averaged over seeds: for error bars)."""
+    return value.sd if seeded(value) else 0.0
+
+
+def scaled(value, factor: float) -> float:
+    """``factor * value``, keeping the seeds of a mean over seeds (a unit change)."""
+    return SeedStat(factor * value.values) if seeded(value) else factor * value
+
+
+def seed_mean(values, reduce=np.mean) -> float:
+    """The mean (or ``reduce``) over datasets of numbers that may be means over seeds.
+
+    Seed by seed where any is (datasets of one experiment share its seed list): the result is a
+    SeedStat whose sd is over seeds of the mean over datasets. A number of one dataset without
+    seeds (an imported history) counts the same in every seed. Plain floats give a plain float;
+    numbers over different seed counts give the plain reduce of their means.
+    """
+    values = list(values)
+    counts = {v.n for v in values if seeded(v)}
+    if len(counts) != 1:
+        return float(reduce(np.array([float(v) for v in values])))
+    n = counts.pop()
+    per_seed = np.array([v.values if seeded(v) else np.full(n, float(v)) for v in values])
+    return SeedStat(reduce(per_seed, axis=0))
+
+
+def merge_seeds(records: list):
+    """One score record from the records of several seeds: every number that differs between
+    seeds (and every float) becomes a SeedStat, equal integers stay, anything else (strings,
+    lists such as observed times or reliability bins, None) is the first seed's."""
+    first = records[0]
+    if isinstance(first, dict):
+        return {k: merge_seeds([r[k] for r in records]) for k in first
+                if all(isinstance(r, dict) and k in r for r in records)}
+    numeric = all(isinstance(r, (int, float)) and not isinstance(r, bool) for r in records)
+    if not numeric or (all(isinstance(r, int) for r in records) and len(set(records)) == 1):
+        return first
+    return SeedStat([float(r) for r in records])
+
+
 def long_rows(ids: dict, metrics: dict) -> list[dict]:
-    """Rows of a tidy frame: ``ids`` repeated for each (metric, value), missing values left out."""
+    """Rows of a tidy frame: ``ids`` repeated for each (metric, value), missing values left out.
+
+    A mean over seeds gives its mean under the metric's name, then ``<metric>_sd``,
+    ``<metric>_ci95_low``, ``<metric>_ci95_high`` and ``<metric>_n_seeds``.
+    """
     rows = []
     for metric, value in metrics.items():
         if value is None or (isinstance(value, float) and math.isnan(value)):
             continue
-        rows.append({**ids, "metric": metric, "value": value})
+        if seeded(value):
+            low, high = value.ci95()
+            rows += [{**ids, "metric": metric, "value": float(value)},
+                     {**ids, "metric": f"{metric}_sd", "value": value.sd},
+                     {**ids, "metric": f"{metric}_ci95_low", "value": low},
+                     {**ids, "metric": f"{metric}_ci95_high", "value": high},
+                     {**ids, "metric": f"{metric}_n_seeds", "value": value.n}]
+            continue
+        rows.append({**ids, "metric": metric, "value": float(value) if isinstance(value, SeedStat) else value})
     return rows
+
+
+def panel_frame(rows: list[dict]) -> pd.DataFrame:
+    """A panel's frame that keeps means over seeds as SeedStat cells (pandas would make them
+    plain floats), so that Markdown and LaTeX can print their sd."""
+    frame = pd.DataFrame(rows)
+    for col in frame.columns:
+        cells = [row.get(col) for row in rows]
+        if any(seeded(c) for c in cells):
+            frame[col] = pd.Series([np.nan if c is None else c for c in cells], index=frame.index, dtype=object)
+    return frame
 
 
 def tidy_frame(rows: list[dict]) -> pd.DataFrame:
@@ -104,6 +240,9 @@ def tidy_frame(rows: list[dict]) -> pd.DataFrame:
 def fmt_value(value, kind: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "--"
+    if seeded(value) and kind in ("metric", "pct", "ms"):
+        # a mean over seeds: mean ± sample sd
+        return f"{fmt_value(float(value), kind)} \u00b1 {fmt_value(value.sd, kind)}"
     if kind == "metric":
         text = f"{float(value):.4f}"
         return text[1:] if text.startswith("0.") else text.replace("-0.", "-.")
@@ -162,7 +301,7 @@ def _tex_escape(text: str) -> str:
     for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
                  ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
         text = text.replace(a, b)
-    return label_text(text, latex=True)
+    return label_text(text, latex=True).replace("\u00b1", r"$\pm$")
 
 
 def _with_midrules(latex: str, rows_before: list[int]) -> str:
@@ -177,6 +316,11 @@ def _with_midrules(latex: str, rows_before: list[int]) -> str:
             out.append(r"\midrule")
         out.append(line)
     return "\n".join(out)
+
+
+def _tex_cell_pm(text: str) -> str:
+    """A LaTeX cell whose ``mean ± sd`` prints the ± in math mode."""
+    return _tex_cell(text).replace("\u00b1", r"$\pm$")
 
 
 def _tex_cell(text: str) -> str:
@@ -219,7 +363,7 @@ def table_latex(table: Table) -> str:
     ]
     for panel in table.panels:
         shown = _formatted(panel, lambda s: rf"\textbf{{{s}}}")
-        shown = shown.apply(lambda col: col.map(_tex_cell))
+        shown = shown.apply(lambda col: col.map(_tex_cell_pm))
         shown.columns = [_tex_escape(str(c)) for c in shown.columns]
         align = "".join("l" if panel.formats.get(c, "str") == "str" else "r" for c in panel.frame.columns)
         if len(table.panels) > 1 or panel.title:
@@ -242,13 +386,22 @@ def write_table(table: Table, csv: str | Path, md: str | Path, tex: str | Path) 
 # Scores
 
 
-def load_scores(runs: list, paths: list) -> dict[str, dict]:
-    """Score JSONs keyed ``dataset|method|variant`` (``runs`` and ``paths`` in the same order)."""
+def load_scores(runs: list, paths: list, replicates: dict | None = None) -> dict[str, dict]:
+    """Score JSONs keyed ``dataset|method|variant`` (``runs`` and ``paths`` in the same order).
+
+    ``replicates`` maps a dataset simulated at another seed to the dataset it repeats (the spec's
+    ``replicates``): the runs of one dataset over several seeds are merged (:func:`merge_seeds`)
+    into one record under the dataset's own key, which keeps the per-seed records as ``seeds``.
+    """
     if len(runs) != len(paths):
         raise ValueError(f"{len(runs)} runs but {len(paths)} score files")
-    out = {}
+    replicates = replicates or {}
+    groups: dict[str, list[dict]] = {}
     for (d, m, v), path in zip(runs, paths, strict=True):
-        out[f"{d}|{m}|{v}"] = json.loads(Path(path).read_text())
+        groups.setdefault(f"{replicates.get(d, d)}|{m}|{v}", []).append(json.loads(Path(path).read_text()))
+    out = {}
+    for key, records in groups.items():
+        out[key] = records[0] if len(records) == 1 else {**merge_seeds(records), "seeds": records}
     return out
 
 
@@ -341,8 +494,8 @@ def table_ablation(spec: dict, scores: dict, published: pd.DataFrame | None = No
     rows, tidy = [], []
     for row in exp["rows"]:
         got = {d: _get(scores, d, row["method"], row["variant"])["hermes"] for d in exp["datasets"]}
-        f1 = float(np.mean([s["f1"] for s in got.values()]))
-        nr = float(np.mean([s["nrmse"] for s in got.values()]))
+        f1 = seed_mean([s["f1"] for s in got.values()])
+        nr = seed_mean([s["nrmse"] for s in got.values()])
         shown = {"Configuration": row["label"], "Method": row["method"], "Variant": row["variant"],
                  "F1": f1, "NRMSE": nr}
         ids = {"configuration": row["label"], "method": row["method"], "variant": row["variant"]}
@@ -355,7 +508,7 @@ def table_ablation(spec: dict, scores: dict, published: pd.DataFrame | None = No
             overall["passes_gate"] = int(passed)
         rows.append(shown)
         tidy += long_rows({**ids, "dataset": "all", "label": "Mean"}, overall)
-    df = pd.DataFrame(rows)
+    df = panel_frame(rows)
     groups = [r.get("group", 0) for r in exp["rows"]]
     breaks = [i for i in range(1, len(groups)) if groups[i] != groups[i - 1]]
     note = f"Mean over {len(exp['datasets'])} datasets."
@@ -373,7 +526,8 @@ def table_ablation(spec: dict, scores: dict, published: pd.DataFrame | None = No
 def _rank_columns(df: pd.DataFrame, metric_cols: list[tuple[str, str]]) -> pd.Series:
     ranks = []
     for col, how in metric_cols:
-        ranks.append(df[col].rank(ascending=(how == "min"), method="average", na_option="bottom"))
+        ranks.append(pd.to_numeric(df[col], errors="coerce").rank(ascending=(how == "min"), method="average",
+                                                                  na_option="bottom"))
     return pd.concat(ranks, axis=1).mean(axis=1)
 
 
@@ -403,12 +557,17 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
             row[f"{_label(spec, d)} NRMSE"] = s["nrmse"]
         rows.append(row)
         sources.append("control" if _is_control(spec, m, v) else "measured")
-    df = pd.DataFrame(rows)
+    df = panel_frame(rows)
     metric_cols = [(f"{_label(spec, d)} {k}", "max" if k == "F1" else "min") for d in datasets for k in ("F1", "NRMSE")]
     ranked = np.array([source != "control" for source in sources])
     df["Rank"] = _rank_columns(df[ranked], metric_cols).reindex(df.index)
-    df["Mean F1"] = df[[c for c, h in metric_cols if h == "max"]].mean(axis=1, skipna=True)
-    df["Mean NRMSE"] = df[[c for c, h in metric_cols if h == "min"]].mean(axis=1, skipna=True)
+    for name, kind in (("Mean F1", "max"), ("Mean NRMSE", "min")):
+        cols = [c for c, h in metric_cols if h == kind]
+        if any(seeded(x) for c in cols for x in df[c]):  # means over seeds: the mean seed by seed
+            df[name] = pd.Series([seed_mean([x for x in row if not pd.isna(x)]) if row.notna().any() else np.nan
+                                  for _, row in df[cols].iterrows()], index=df.index, dtype=object)
+        else:
+            df[name] = df[cols].mean(axis=1, skipna=True)
     formats = {c: "metric" for c, _ in metric_cols} | {"Rank": "rank", "Mean F1": "metric", "Mean NRMSE": "metric"}
     best = dict(metric_cols) | {"Rank": "min", "Mean F1": "max", "Mean NRMSE": "min"}
     model = title.split()[0]
@@ -583,19 +742,22 @@ def protocol_of(observed_times: list[int], T: int) -> str:
     return "custom"
 
 
-def scores_long(runs: list, paths: list, seeds: dict) -> pd.DataFrame:
+def scores_long(runs: list, paths: list, seeds: dict, replicates: dict | None = None) -> pd.DataFrame:
     """Every number of every score file, one row each (SCORES_COLUMNS): the leaderboard's input.
 
     ``metric`` names the scorer and the measure (``hermes_f1``, ``unobserved_nrmse``,
     ``causal_violation_fraction``, ``time_ms``, ``calibration_brier``, ...); ``convention`` is
     ``paper`` or ``ditto`` for NRMSE and empty otherwise; ``seed`` is the simulation seed of a
-    simulated dataset, empty for an imported one.
+    simulated dataset, empty for an imported one. A dataset simulated at another seed
+    (``replicates``: its name -> the dataset it repeats) is written under the dataset it
+    repeats, its own seed in ``seed``: one row per seed.
     """
+    replicates = replicates or {}
     rows = []
     for (d, m, v), path in zip(runs, paths, strict=True):
         s = json.loads(Path(path).read_text())
-        ids = {"dataset": d, "protocol": protocol_of(s["observed_times"], s["T"]), "method": m, "variant": v,
-               "seed": "" if seeds.get(d) is None else seeds[d]}
+        ids = {"dataset": replicates.get(d, d), "protocol": protocol_of(s["observed_times"], s["T"]),
+               "method": m, "variant": v, "seed": "" if seeds.get(d) is None else seeds[d]}
 
         def add(metric: str, value, convention: str = "", ids: dict = ids) -> None:
             if value is not None and not (isinstance(value, float) and math.isnan(value)):
@@ -641,7 +803,7 @@ def table_calibration(spec: dict, scores: dict) -> Table:
         row = {"Method": lab}
         for key, name in (("brier", "Brier"), ("log_loss", "Log-loss"), ("ece", "ECE"),
                           ("overconfidence", "Overconfidence")):
-            row[name] = float(np.mean([c[key] for c in got.values()]))
+            row[name] = seed_mean([c[key] for c in got.values()])
         rows.append(row)
         for d, c in got.items():
             tidy += long_rows({"method": lab, "dataset": d, "label": _label(spec, d)},
@@ -649,7 +811,7 @@ def table_calibration(spec: dict, scores: dict) -> Table:
         tidy += long_rows({"method": lab, "dataset": "all", "label": "Mean"},
                           {"mean_brier": row["Brier"], "mean_log_loss": row["Log-loss"], "mean_ece": row["ECE"],
                            "mean_overconfidence": row["Overconfidence"]})
-    df = pd.DataFrame(rows)
+    df = panel_frame(rows)
     formats = {c: "metric" for c in df.columns if c != "Method"}
     best = {"Brier": "min", "Log-loss": "min", "ECE": "min"}
     verdicts = [f"{r['Method']} is {'over' if r['Overconfidence'] > 0 else 'under'}confident "
@@ -673,8 +835,8 @@ def table_unobserved_quality(spec: dict, scores: dict) -> Table:
         if _is_control(spec, m, v):
             controls.append(len(rows))
         for scorer, name in (("hermes", "HERMES"), ("unobserved", "Unobserved")):
-            f1 = float(np.mean([s[scorer]["f1"] for s in got.values()]))
-            nr = float(np.mean([s[scorer]["nrmse"] for s in got.values()]))
+            f1 = seed_mean([s[scorer]["f1"] for s in got.values()])
+            nr = seed_mean([s[scorer]["nrmse"] for s in got.values()])
             row |= {f"{name} F1": f1, f"{name} NRMSE": nr}
             ids = {"method": lab, "scorer": scorer}
             for d, s in got.items():
@@ -682,7 +844,7 @@ def table_unobserved_quality(spec: dict, scores: dict) -> Table:
                                   {"f1": s[scorer]["f1"], "nrmse": s[scorer]["nrmse"]})
             tidy += long_rows({**ids, "dataset": "all", "label": "Mean"}, {"mean_f1": f1, "mean_nrmse": nr})
         rows.append(row)
-    df = pd.DataFrame(rows)
+    df = panel_frame(rows)
     formats = {c: "metric" for c in df.columns if c != "Method"}
     best = {c: ("max" if c.endswith("F1") else "min") for c in formats}
     return Table("unobserved_quality", "Mean canonical quality with and without the observed frames",
@@ -719,7 +881,7 @@ def _causal_panel(spec: dict, scores: dict, datasets: list[str], title: str) -> 
                            "method": lab, "variant": variant},
                           {"violation_fraction": weighted[lab], "violations": violations, "events": events})
     rows.append(weighted)
-    df = pd.DataFrame(rows).rename(columns=lambda c: c if c == "Dataset" else f"{c} (%)")
+    df = panel_frame(rows).rename(columns=lambda c: c if c == "Dataset" else f"{c} (%)")
     cols = [f"{_method_label(spec, m, v)} (%)" for m, v in methods]
     panel = Panel(title, df, {c: "pct" for c in df.columns if c != "Dataset"}, row_best=(cols, "min"),
                   rules_before=[len(df) - 1])
@@ -742,7 +904,7 @@ def rate_grid_panel(spec: dict, scores: dict) -> tuple[Panel, list[dict]]:
                                "method": method, "variant": variant},
                               {"beta_i": bi, "beta_r": br, "f1": s["f1"], "nrmse": s["nrmse"]})
         rows.append(row)
-    df = pd.DataFrame(rows)
+    df = panel_frame(rows)
     metric = [c for c in df.columns if c.endswith(" F1") or c.endswith(" NRMSE")]
     panel = Panel(f"Panel B: {method} rate sensitivity (F1, NRMSE)", df,
                   {"beta_I": "rate", "beta_R": "rate"} | {c: "metric" for c in metric},
@@ -784,12 +946,12 @@ def table_tau_sensitivity(spec: dict, scores: dict) -> Table:
                 tidy += long_rows({"method": method, "tau": float(t), "dataset": d, "label": _label(spec, d)},
                                   {metric: row[t]})
             rows.append(row)
-        df = pd.DataFrame(rows)
-        mean = {"Dataset": "Mean"} | {t: df[t].mean() for t in taus}
+        df = panel_frame(rows)
+        mean = {"Dataset": "Mean"} | {t: seed_mean(df[t]) for t in taus}
         for t in taus:
             tidy += long_rows({"method": method, "tau": float(t), "dataset": "all", "label": "Mean"},
                               {f"mean_{metric}": mean[t]})
-        df = pd.concat([df, pd.DataFrame([mean])], ignore_index=True)
+        df = pd.concat([df, panel_frame([mean])], ignore_index=True)
         panels.append(Panel(title, df, {t: "metric" for t in taus}, row_best=(taus, how),
                             rules_before=[len(df) - 1]))
     return Table("tau_sensitivity", "Decode-threshold sensitivity", panels, tidy_frame(tidy))
@@ -816,11 +978,15 @@ def table_rate_robustness(spec: dict, scores: dict) -> Table:
                                "model": model.upper(), "dataset": d, "label": label},
                               {"f1": s["f1"], "nrmse": s["nrmse"]})
         rows.append(row)
-    df = pd.DataFrame(rows)
+    df = panel_frame(rows)
     metric = [c for c in df.columns if c.endswith(" F1") or c.endswith(" NRMSE")]
     return Table("rate_robustness", "Generation-side rate misspecification (Battus-Z at fixed rates)",
                  [Panel("", df, {c: "metric" for c in metric},
                         {c: ("max" if c.endswith("F1") else "min") for c in metric})], tidy_frame(tidy))
+
+
+def _geomean(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    return np.exp(np.log(np.clip(values, 1e-6, None)).mean(axis=axis))
 
 
 def table_large_results(spec: dict, scores: dict) -> Table:
@@ -831,18 +997,18 @@ def table_large_results(spec: dict, scores: dict) -> Table:
             s = _get(scores, d, m, v)
             row = {"Graph": _label(spec, d), "Model": s["model"].upper(), "Method": _method_label(spec, m, v),
                    "F1": s["hermes"]["f1"], "NRMSE": s["hermes"]["nrmse"],
-                   "Time (ms)": 1e3 * s["algorithm_seconds"], "Backend": s.get("backend", ""),
+                   "Time (ms)": scaled(s["algorithm_seconds"], 1e3), "Backend": s.get("backend", ""),
                    "Device": s.get("device", "")}
             rows.append(row)
             tidy += long_rows({"model": row["Model"], "method": row["Method"], "dataset": d, "label": row["Graph"],
                                "backend": row["Backend"], "device": row["Device"]},
                               {"f1": row["F1"], "nrmse": row["NRMSE"], "time_ms": row["Time (ms)"]})
-    df = pd.DataFrame(rows)
+    df = panel_frame(rows)
     means = []
     for (model, method), grp in df.groupby(["Model", "Method"], sort=False):
-        mean = {"Graph": "Mean", "Model": model, "Method": method, "F1": grp["F1"].mean(),
-                "NRMSE": grp["NRMSE"].mean(),
-                "Time (ms)": float(np.exp(np.log(grp["Time (ms)"].clip(lower=1e-6)).mean())),
+        mean = {"Graph": "Mean", "Model": model, "Method": method, "F1": seed_mean(grp["F1"]),
+                "NRMSE": seed_mean(grp["NRMSE"]),
+                "Time (ms)": seed_mean(grp["Time (ms)"], _geomean),
                 "Backend": "", "Device": ""}
         means.append(mean)
         tidy += long_rows({"model": model, "method": method, "dataset": "all", "label": "Mean",
@@ -850,7 +1016,7 @@ def table_large_results(spec: dict, scores: dict) -> Table:
                            "device": ", ".join(sorted(set(grp["Device"])))},
                           {"mean_f1": mean["F1"], "mean_nrmse": mean["NRMSE"], "geomean_time_ms": mean["Time (ms)"]})
     first_mean = len(df)
-    df = pd.concat([df, pd.DataFrame(means)], ignore_index=True)
+    df = pd.concat([df, panel_frame(means)], ignore_index=True)
     return Table("large_results", "Large-graph results (time: fit-inference-decode interval)",
                  [Panel("", df, {"F1": "metric", "NRMSE": "metric", "Time (ms)": "ms"},
                         {"F1": "max", "NRMSE": "min", "Time (ms)": "min"}, best_by=["Graph", "Model"],
@@ -858,9 +1024,28 @@ def table_large_results(spec: dict, scores: dict) -> Table:
                  tidy_frame(tidy), "Quality means are arithmetic, time means geometric.")
 
 
+def seeds_note(table: Table) -> str:
+    """What ``±`` means, where a table shows means over seeds ("" where none)."""
+    counts = sorted({x.n for p in table.panels for col in p.frame.columns for x in p.frame[col] if seeded(x)})
+    if not counts:
+        return ""
+    n = " or ".join(str(c) for c in counts)
+    return (f"Simulated datasets repeated over {n} seeds: mean \u00b1 sample sd (ddof 1) over seeds; the CSV "
+            "adds the 95% Student-t interval of the mean (_ci95_low, _ci95_high) and n_seeds.")
+
+
 def build_table(name: str, spec: dict, scores: dict, histories: dict | None = None,
                 published: pd.DataFrame | None = None) -> Table:
-    """One of the paper's tables (REPORT_ITEMS) from its spec and scores."""
+    """One of the paper's tables (REPORT_ITEMS) from its spec and scores; a note says what ``±`` means."""
+    table = _build_table(name, spec, scores, histories, published)
+    note = seeds_note(table)
+    if note:
+        table.note = f"{table.note} {note}".strip()
+    return table
+
+
+def _build_table(name: str, spec: dict, scores: dict, histories: dict | None,
+                 published: pd.DataFrame | None) -> Table:
     if name == "datasets":
         return table_datasets(spec, histories or {})
     if name == "canonical_quality":
@@ -986,8 +1171,14 @@ def figure_tau_curves(spec: dict, scores: dict) -> Figure:
             ys = [_get(scores, d, exp["method"], v)["hermes"][metric] for v in spec["tau_variants"].values()]
             curves.append(ys)
             ax.plot(taus, ys, color="0.65", lw=0.8, marker=".")
-        ax.plot(taus, np.mean(curves, axis=0), color=method_color(method_key), lw=2.5, marker="o",
-                label=f"{method}, mean over datasets")
+        mean = [seed_mean(column) for column in zip(*curves, strict=True)]
+        if any(seeded(y) for y in mean):  # repeated over seeds: error bars of one sd over seeds
+            ax.errorbar(taus, [float(y) for y in mean], yerr=[seed_sd(y) for y in mean], capsize=3,
+                        color=method_color(method_key), lw=2.5, marker="o",
+                        label=f"{method}, mean over datasets (bars: \u00b11 sd over seeds)")
+        else:
+            ax.plot(taus, mean, color=method_color(method_key), lw=2.5, marker="o",
+                    label=f"{method}, mean over datasets")
         ax.axvline(0.65, color="black", ls="--", lw=1, label="reported \u03c4 = .65")
         ax.set_xlabel("decode threshold \u03c4")
         ax.set_ylabel(name)
@@ -1058,9 +1249,13 @@ def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | No
     offsets, width = _bar_offsets(len(series))
     colors = method_colors(list(series))
     x = np.arange(len(datasets))
+    spread = any(seeded(v[i]) for _, vals in series.values() for v in vals for i in range(2))
     for offset, (key, (lab, vals)) in zip(offsets, series.items(), strict=True):
         for i, ax in enumerate(axes):
-            ax.bar(x + offset, [v[i] for v in vals], width, label=label_text(lab), color=colors[key])
+            # repeated over seeds: the bar is the mean, its error bar one sd over seeds
+            yerr = [seed_sd(v[i]) for v in vals] if spread else None
+            ax.bar(x + offset, [float(v[i]) for v in vals], width, label=label_text(lab), color=colors[key],
+                   yerr=yerr, error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "black"})
     # the axis rule: bars start at 0 on both metrics (a bar's length is its value)
     axes[0].set_ylim(0, 1)
     axes[1].set_ylim(bottom=0)
@@ -1070,7 +1265,7 @@ def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | No
     handles, labels = axes[0].get_legend_handles_labels()
     # one column beside the panels: a row of long labels (controls, plug-ins) outgrows the canvas
     fig.legend(handles, labels, loc="outside right upper", fontsize=8)
-    fig.suptitle("Per-dataset quality")
+    fig.suptitle("Per-dataset quality" + (" (error bars: \u00b11 sd over seeds)" if spread else ""))
     return fig
 
 
@@ -1098,9 +1293,13 @@ def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None) ->
             runs = [_get(scores, d, m, v) for d in datasets]
             violations = sum(r["causal"]["prediction"]["violations"] for r in runs)
             events = sum(r["causal"]["prediction"]["events"] for r in runs)
-            f1 = float(np.mean([r["hermes"]["f1"] for r in runs]))
+            f1 = seed_mean([r["hermes"]["f1"] for r in runs])
+            label = f"{label_text(_method_label(spec, m, v))} ({model.upper()})"
             ax.scatter(100 * violations / max(1, events), f1, marker=markers[model], color=colors[f"{m}/{v}"],
-                       s=46, label=f"{label_text(_method_label(spec, m, v))} ({model.upper()})")
+                       s=46, label=label)
+            if seeded(f1):  # mean F1 over seeds: one sd over seeds
+                ax.errorbar(100 * violations / max(1, events), float(f1), yerr=f1.sd, color=colors[f"{m}/{v}"],
+                            capsize=3, lw=0.8)
     if published is not None:
         hermes = published[published["method"] == "HERMES"].set_index("dataset")
         keys = [spec["datasets"][d].get("published") for d in exp.get("si", []) + exp.get("sir", [])]
@@ -1121,8 +1320,9 @@ def figure_timing(spec: dict, scores: dict, runs: list) -> Figure:
     rows = []
     for d, m, v in runs:
         s = _get(scores, d, m, v)
+        ms = scaled(s["algorithm_seconds"], 1e3)
         rows.append({"dataset": label_text(_label(spec, d)), "n": s["n"], "key": f"{m}/{v}",
-                     "method": label_text(_method_label(spec, m, v)), "ms": 1e3 * s["algorithm_seconds"],
+                     "method": label_text(_method_label(spec, m, v)), "ms": float(ms), "sd": seed_sd(ms),
                      "backend": s.get("backend", "")})
     df = pd.DataFrame(rows).drop_duplicates(["dataset", "key"])
     order = df.groupby("dataset")["n"].first().sort_values().index.tolist()
@@ -1134,7 +1334,11 @@ def figure_timing(spec: dict, scores: dict, runs: list) -> Figure:
     x = np.arange(len(order))
     for offset, key in zip(offsets, keys, strict=True):
         sub = df[df["key"] == key].set_index("dataset").reindex(order)
-        ax.bar(x + offset, sub["ms"], width, label=sub["method"].dropna().iloc[0], color=colors[key])
+        # repeated over seeds: mean time, error bar one sd over seeds (clipped above 0 on the log axis)
+        err = None if not (df["sd"] > 0).any() else [np.minimum(sub["sd"].fillna(0), 0.9 * sub["ms"]),
+                                                      sub["sd"].fillna(0)]
+        ax.bar(x + offset, sub["ms"], width, label=sub["method"].dropna().iloc[0], color=colors[key], yerr=err,
+               error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "black"})
     ax.set_yscale("log")
     ax.set_ylabel("algorithm interval (ms, log scale)")
     n_of = df.groupby("dataset")["n"].first()
@@ -1154,7 +1358,9 @@ def figure_reliability(spec: dict, scores: dict) -> Figure:
     keys = [f"{m}/{v}" for m, v in exp["methods"]]
     colors = method_colors(keys)
     for (m, v), key in zip(exp["methods"], keys, strict=True):
-        pooled = pooled_reliability([_get(scores, d, m, v)["calibration"]["reliability"] for d in exp["datasets"]])
+        # pooled over the datasets and, where repeated, over every seed's run
+        records = [r for d in exp["datasets"] for r in _get(scores, d, m, v).get("seeds", [_get(scores, d, m, v)])]
+        pooled = pooled_reliability([r["calibration"]["reliability"] for r in records])
         seen = pooled["count"] > 0
         ax.plot(pooled["mean_predicted"][seen], pooled["observed_frequency"][seen], marker="o", color=colors[key],
                 label=label_text(_method_label(spec, m, v)))
@@ -1205,7 +1411,7 @@ def render_figure(name: str, spec: dict, runs: list, inputs: dict) -> Figure:
     if name == "history_drawing":
         labels = [spec["labels"][f"{m}/{v}"] for _, m, v in runs]
         return figure_history_drawing(spec, runs[0][0], inputs["history"], list(inputs["predictions"]), labels)
-    scores = load_scores(runs, list(inputs.get("scores", [])))
+    scores = load_scores(runs, list(inputs.get("scores", [])), spec.get("replicates"))
     figures = {
         "tau_curves": lambda: figure_tau_curves(spec, scores),
         "rate_grid_heatmaps": lambda: figure_rate_grid(spec, scores),
@@ -1279,7 +1485,9 @@ def report_spec(name: str, plan) -> dict:
     so that editing one experiment reruns only its own tables."""
     experiments = {k: plan.experiments[k] for k in REPORT_ITEMS[name].shows if k in plan.experiments}
     runs = report_runs(name, plan) or []
-    names = list(dict.fromkeys(d for d, _, _ in runs))
+    # datasets simulated at another seed -> the dataset they repeat (their runs are merged)
+    replicates = {d: plan.base_dataset(d) for d, _, _ in runs if plan.base_dataset(d) != d}
+    names = list(dict.fromkeys(plan.base_dataset(d) for d, _, _ in runs))
     if name == "datasets":
         names = plan.experiments["datasets"]["datasets"]
     spec = {
@@ -1289,6 +1497,8 @@ def report_spec(name: str, plan) -> dict:
         "labels": {f"{m}/{v}": plan.run_label(m, v) for _, m, v in runs},
         "controls": sorted({f"{m}/{v}" for _, m, v in runs if plan.is_control(m)}),
     }
+    if replicates:
+        spec["replicates"] = replicates
     if "ditto_protocol" in experiments:
         methods = experiments["ditto_protocol"]["methods"]
         spec["ditto_variants"] = {f"{m}/{v}": plan.ditto_variant(v) for m, v in methods}
@@ -1316,7 +1526,7 @@ def make(name: str, spec: dict, runs: list, inputs: dict, outputs: list) -> str:
         save_figure(render_figure(name, spec, runs, inputs), outputs[0])
         return f"wrote {outputs[0]}"
     published = read_published(inputs["published"]) if "published" in inputs else None
-    scores = load_scores(runs, list(inputs.get("scores", [])))
+    scores = load_scores(runs, list(inputs.get("scores", [])), spec.get("replicates"))
     histories = None
     if "histories" in inputs:
         histories = {d: history_summary(p) for d, p in zip(spec["datasets"], inputs["histories"], strict=True)}
