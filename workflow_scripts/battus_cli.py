@@ -4,9 +4,10 @@ The rule names the command (params.command) and its options (params.options,
 a dict: ``key: value`` is ``--key value``, True ``--key``, False ``--no-key``,
 None the CLI's default); its inputs are the command's positional arguments and
 its one output is ``--out``. Around the command this script does what a job
-needs and the CLI leaves to its caller: Numba uses the rule's threads, SIGTERM
-(a cancelled job, SLURM's scancel) stops it as cleanly as Ctrl-C (no partial
-output), temporary files of a hard-killed earlier attempt are removed, the
+needs and the CLI leaves to its caller: Numba and a plug-in's {threads} use the
+rule's threads (capped at --cores, or on SLURM at the partition's CPUs per
+node), SIGTERM (a cancelled job, SLURM's scancel) stops it as cleanly as Ctrl-C
+(no partial output), temporary files of a hard-killed earlier attempt are removed, the
 command's stdout and stderr go to the rule's log, the provenance of an output
 made from a download records the download's URL, and a failure is one line on
 the terminal: when it names one of the job's inputs (a truncated history a
@@ -92,7 +93,12 @@ prepare_outputs(sm)
 numba.set_num_threads(min(sm.threads, numba.config.NUMBA_NUM_THREADS))
 record_source_urls(source_urls(sm))
 inputs = [str(x) for x in sm.input]
-argv = [sm.params.command, *inputs, "--out", str(sm.output[0]), *cli_arguments(sm.params.options)]
+options = dict(sm.params.options)
+if sm.params.command == "run-method":
+    # a plug-in's {threads} is the job's threads: the config's, capped at --cores locally and at
+    # the partition's CPUs per node on SLURM (battus.cluster), as Numba's are above
+    options["threads"] = sm.threads
+argv = [sm.params.command, *inputs, "--out", str(sm.output[0]), *cli_arguments(options)]
 crash = None
 with open(sm.log[0], "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
     print(shlex.join(["battus", *argv]), flush=True)
