@@ -28,7 +28,10 @@ def _avoidance(rho, t, u):
     return q, 1.0 - q
 
 
-_forward_backward_vertex = _inline(rules.forward_backward_rule(_avoidance))
+_one_hot = _inline(rules.one_hot_py)
+_forward_step = _inline(rules.forward_step_py)
+_backward_step = _inline(rules.backward_step_py)
+_posterior = _inline(rules.posterior_py)
 _threshold_vertex = _inline(rules.threshold_vertex_py)
 _map_vertex = _inline(rules.map_vertex_py)
 _project_vertex = _inline(rules.project_vertex_py)
@@ -88,12 +91,77 @@ def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, o
         f_i, f_i_next = f_i_next, f_i
 
 
+# vertices per block of the forward-backward: each step of a block runs over BLOCK consecutive vertices
+FB_BLOCK = 64
+
+
 @numba.njit(parallel=True, cache=True)
 def forward_backward(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, gamma):
-    """Posteriors (3, T+1, n) over frozen pressures, vertex-parallel (:func:`rules.forward_backward_rule`)."""
-    for u in prange(rho.shape[1]):
-        _forward_backward_vertex(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, gamma,
-                                 u)
+    """Posteriors (3, T+1, n) over frozen pressures, vertex-blocked.
+
+    The steps of :func:`rules.forward_backward_rule` (the GPU's thread per
+    vertex), in the same order for each vertex, with the loops turned: a block
+    of ``FB_BLOCK`` consecutive vertices goes through the frames together, so
+    each frame's innermost loop runs over contiguous vertices (independent
+    divisions in flight, contiguous rows of ``rho`` and ``gamma``) instead of
+    one vertex's chain of dependent divisions over strided frames.
+    """
+    n = rho.shape[1]
+    n_blocks = (n + FB_BLOCK - 1) // FB_BLOCK
+    for block in prange(n_blocks):
+        u0 = block * FB_BLOCK
+        width = min(FB_BLOCK, n - u0)
+        msg = np.empty((3, FB_BLOCK))  # one message (forward, then backward) per vertex of the block
+        for s in range(seg_left.shape[0]):
+            lo = seg_left[s]
+            hi = seg_right[s]
+            for j in range(width):
+                u = u0 + j
+                if obs_index[lo] >= 0:
+                    a_s, a_i, a_r = _one_hot(obs_states[obs_index[lo], u])
+                else:
+                    a_s, a_i, a_r = prior[0], prior[1], prior[2]
+                msg[0, j] = a_s
+                msg[1, j] = a_i
+                msg[2, j] = a_r
+                gamma[0, lo, u] = a_s
+                gamma[1, lo, u] = a_i
+                gamma[2, lo, u] = a_r
+            for t in range(lo, hi):
+                for j in range(width):
+                    u = u0 + j
+                    q, p_inf = _avoidance(rho, t + 1, u)
+                    a_s, a_i, a_r = _forward_step(msg[0, j], msg[1, j], msg[2, j], q, p_inf, beta_r)
+                    msg[0, j] = a_s
+                    msg[1, j] = a_i
+                    msg[2, j] = a_r
+                    gamma[0, t + 1, u] = a_s
+                    gamma[1, t + 1, u] = a_i
+                    gamma[2, t + 1, u] = a_r
+            for j in range(width):
+                if backward and obs_index[hi] >= 0:
+                    d_s, d_i, d_r = _one_hot(obs_states[obs_index[hi], u0 + j])
+                else:
+                    d_s, d_i, d_r = 1.0, 1.0, 1.0
+                msg[0, j] = d_s
+                msg[1, j] = d_i
+                msg[2, j] = d_r
+            t = hi
+            while t >= lo:
+                for j in range(width):
+                    u = u0 + j
+                    d_s, d_i, d_r = msg[0, j], msg[1, j], msg[2, j]
+                    if t < hi and backward:
+                        q, p_inf = _avoidance(rho, t + 1, u)
+                        d_s, d_i, d_r = _backward_step(d_s, d_i, d_r, q, p_inf, beta_r)
+                        msg[0, j] = d_s
+                        msg[1, j] = d_i
+                        msg[2, j] = d_r
+                    g_s, g_i, g_r = _posterior(gamma[0, t, u], gamma[1, t, u], gamma[2, t, u], d_s, d_i, d_r)
+                    gamma[0, t, u] = g_s
+                    gamma[1, t, u] = g_i
+                    gamma[2, t, u] = g_r
+                t -= 1
 
 
 @numba.njit(parallel=True, cache=True)

@@ -38,7 +38,9 @@ def _avoidance(log_rho, t, u):
     return math.exp(lg), -math.expm1(lg)
 
 
-_forward_backward_vertex = cuda.jit(device=True)(rules.forward_backward_rule(_avoidance))
+_forward_backward_vertex = cuda.jit(device=True)(rules.forward_backward_rule(
+    _avoidance, cuda.jit(device=True)(rules.one_hot_py), cuda.jit(device=True)(rules.forward_step_py),
+    cuda.jit(device=True)(rules.backward_step_py), cuda.jit(device=True)(rules.posterior_py)))
 _threshold_vertex = cuda.jit(device=True)(rules.threshold_vertex_py)
 _map_vertex = cuda.jit(device=True)(rules.map_vertex_py)
 _project_vertex = cuda.jit(device=True)(rules.project_vertex_py)

@@ -19,14 +19,50 @@ from .rng import STREAM_RECOVERY, STREAM_TRANSMISSION
 # forward-backward (Eq. 5-6) of one vertex
 
 
-def forward_backward_rule(avoidance):
+def one_hot_py(y):
+    """The message of an observed state y in {0 = S, 1 = I, 2 = R}: (1, 0, 0), (0, 1, 0) or (0, 0, 1)."""
+    return (1.0 if y == 0 else 0.0), (1.0 if y == 1 else 0.0), (1.0 if y == 2 else 0.0)
+
+
+def forward_step_py(a_s, a_i, a_r, q, p_inf, beta_r):
+    """The forward message one frame on, normalised; ``(q, p_inf)`` is the transition's avoidance."""
+    nxt_s = a_s * q
+    infected = a_s * p_inf + a_i
+    nxt_i = infected * (1.0 - beta_r)
+    nxt_r = infected * beta_r + a_r
+    z = nxt_s + nxt_i + nxt_r
+    return nxt_s / z, nxt_i / z, nxt_r / z
+
+
+def backward_step_py(d_s, d_i, d_r, q, p_inf, beta_r):
+    """The backward message one frame back, normalised; ``(q, p_inf)`` is the transition's avoidance."""
+    d_from_i = (1.0 - beta_r) * d_i + beta_r * d_r
+    b_s = q * d_s + p_inf * d_from_i
+    z = b_s + d_from_i + d_r
+    return b_s / z, d_from_i / z, d_r / z
+
+
+def posterior_py(a_s, a_i, a_r, d_s, d_i, d_r):
+    """The posterior of one frame: forward times backward message, normalised."""
+    g_s = a_s * d_s
+    g_i = a_i * d_i
+    g_r = a_r * d_r
+    z = g_s + g_i + g_r
+    return g_s / z, g_i / z, g_r / z
+
+
+def forward_backward_rule(avoidance, one_hot, forward_step, backward_step, posterior):
     """The segment-wise dual-anchor forward-backward of one vertex over a backend's stored pressures.
 
     ``avoidance(pressures, t, u)`` gives ``(q, 1 - q)`` of vertex u's transition
     into frame t: the CPU reads q from float64 pressures and takes 1 - q; the
     GPU holds float32 log-pressures and takes ``exp(L)`` and ``-expm1(L)``,
     exact where q is near 1. Like the draw of :func:`sir_step_rule` it is a
-    closure variable, so each backend binds its own compiled function.
+    closure variable, so each backend binds its own compiled function; so are
+    the step rules, the backend's compilations of :func:`one_hot_py`,
+    :func:`forward_step_py`, :func:`backward_step_py` and :func:`posterior_py`.
+    The CPU runs the same steps vertex-blocked instead
+    (:func:`battus.kernels.infer_cpu.forward_backward`), in the same order for each vertex.
     """
 
     def forward_backward_vertex(pressures, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward,
@@ -43,8 +79,7 @@ def forward_backward_rule(avoidance):
             lo = seg_left[s]
             hi = seg_right[s]
             if obs_index[lo] >= 0:
-                y = obs_states[obs_index[lo], u]
-                a_s, a_i, a_r = (1.0 if y == 0 else 0.0), (1.0 if y == 1 else 0.0), (1.0 if y == 2 else 0.0)
+                a_s, a_i, a_r = one_hot(obs_states[obs_index[lo], u])
             else:
                 a_s, a_i, a_r = prior[0], prior[1], prior[2]
             gamma[0, lo, u] = a_s
@@ -52,39 +87,23 @@ def forward_backward_rule(avoidance):
             gamma[2, lo, u] = a_r
             for t in range(lo, hi):
                 q, p_inf = avoidance(pressures, t + 1, u)
-                nxt_s = a_s * q
-                infected = a_s * p_inf + a_i
-                nxt_i = infected * (1.0 - beta_r)
-                nxt_r = infected * beta_r + a_r
-                z = nxt_s + nxt_i + nxt_r
-                a_s = nxt_s / z
-                a_i = nxt_i / z
-                a_r = nxt_r / z
+                a_s, a_i, a_r = forward_step(a_s, a_i, a_r, q, p_inf, beta_r)
                 gamma[0, t + 1, u] = a_s
                 gamma[1, t + 1, u] = a_i
                 gamma[2, t + 1, u] = a_r
             if backward and obs_index[hi] >= 0:
-                y = obs_states[obs_index[hi], u]
-                d_s, d_i, d_r = (1.0 if y == 0 else 0.0), (1.0 if y == 1 else 0.0), (1.0 if y == 2 else 0.0)
+                d_s, d_i, d_r = one_hot(obs_states[obs_index[hi], u])
             else:
                 d_s, d_i, d_r = 1.0, 1.0, 1.0
             t = hi
             while t >= lo:
                 if t < hi and backward:
                     q, p_inf = avoidance(pressures, t + 1, u)
-                    d_from_i = (1.0 - beta_r) * d_i + beta_r * d_r
-                    b_s = q * d_s + p_inf * d_from_i
-                    z = b_s + d_from_i + d_r
-                    d_s = b_s / z
-                    d_i = d_from_i / z
-                    d_r = d_r / z
-                g_s = gamma[0, t, u] * d_s
-                g_i = gamma[1, t, u] * d_i
-                g_r = gamma[2, t, u] * d_r
-                z = g_s + g_i + g_r
-                gamma[0, t, u] = g_s / z
-                gamma[1, t, u] = g_i / z
-                gamma[2, t, u] = g_r / z
+                    d_s, d_i, d_r = backward_step(d_s, d_i, d_r, q, p_inf, beta_r)
+                g_s, g_i, g_r = posterior(gamma[0, t, u], gamma[1, t, u], gamma[2, t, u], d_s, d_i, d_r)
+                gamma[0, t, u] = g_s
+                gamma[1, t, u] = g_i
+                gamma[2, t, u] = g_r
                 t -= 1
 
     return forward_backward_vertex
