@@ -212,3 +212,37 @@ def test_simulation_is_deterministic_per_seed_and_differs_between_seeds():
     runs = {seed: simulate(graph, "sir", 8, 15, 0.1, 0.1, seed=seed) for seed in (123456789, 7)}
     assert np.array_equal(runs[7], simulate(graph, "sir", 8, 15, 0.1, 0.1, seed=7))
     assert not np.array_equal(runs[7], runs[123456789])
+
+
+# ---------------------------------------------------------------------------
+# the workflow: two seeds, two histories, one table of mean ± sd
+
+
+@pytest.mark.slow
+def test_workflow_simulates_each_seed_and_tables_show_mean_and_sd(tmp_path):
+    pytest.importorskip("snakemake")
+    from test_workflow import snakemake, tiny_config
+
+    from battus.io import read_history
+
+    work = tmp_path / "run"
+    work.mkdir()
+    # a plug-in asking for more threads than the run has: its {threads} is the job's (capped) number
+    config = tiny_config(tmp_path, **{"methods.forward-fill.threads": 8})
+    plugin_log = "results/logs/reconstruct/ba-si/forward-fill/default.log"
+    # a switch after --configfile (which takes several files) ends its list: the targets follow
+    snakemake(work, "--printshellcmds", "results/report/tables/rate_robustness.md",
+              "results/ba-si/forward-fill/default/prediction.h5", configfile=config)
+    first, second = (read_history(work / f"results/{d}/history.h5", require_truth=True)
+                     for d in ("rr-ba-sir-0.10-0.10", "rr-ba-sir-0.10-0.10.seed7"))
+    assert (first.provenance["seed"], second.provenance["seed"]) == (123456789, 7)
+    assert first.graph.n == second.graph.n and not np.array_equal(first.truth, second.truth)
+    md = (work / "results/report/tables/rate_robustness.md").read_text()
+    cells = [line for line in md.splitlines() if line.startswith("| .")]
+    assert len(cells) == 2 and all(line.count("\u00b1") == 2 for line in cells)  # 2 rate pairs x (F1, NRMSE)
+    assert "2 seeds" in md
+    tidy = pd.read_csv(work / "results/report/tables/rate_robustness.csv")
+    assert set(tidy.loc[tidy["metric"] == "f1_n_seeds", "value"]) == {2}
+    assert set(tidy["dataset"]) == {"rr-ba-sir-0.10-0.10", "rr-ba-sir-0.20-0.05"}
+    command = (work / plugin_log).read_text().splitlines()[0]
+    assert "--threads 2" in command and "--threads 8" not in command, command

@@ -26,6 +26,14 @@ truth = [float(r["value"]) for r in rows if r["method"] == "Truth (positive cont
 assert truth and set(truth) <= {0.0, 1.0}, truth  # the positive control scores exactly F1 1 and NRMSE 0
 assert Path("results/scores.csv").stat().st_size > 0
 print(f"{len(methods)} methods in the canonical table; the positive control scores exactly 1 / 0")
+# seeds: the rate-robustness resimulations run at 3 seeds, merged into mean, sd and 95% interval
+rr = list(csv.DictReader(Path("results/report/tables/rate_robustness.csv").open()))
+assert {r["value"] for r in rr if r["metric"] == "f1_n_seeds"} == {"3"}, rr[:5]
+assert "\u00b1" in Path("results/report/tables/rate_robustness.md").read_text()
+scores = list(csv.DictReader(Path("results/scores.csv").open()))
+seeds = {r["seed"] for r in scores if r["dataset"] == "rr-ba-sir-0.10-0.10" and r["metric"] == "hermes_f1"}
+assert len(seeds) == 3, seeds
+print(f"rate robustness over seeds {sorted(seeds)}: mean +- sd, 95% interval, one scores.csv row per seed")
 PY
 step "HTML and zip reports of the default run, from a venv made exactly as the README's first command"
 # the README's setup installs only the `workflow` extra: the report must build with that alone
