@@ -38,19 +38,22 @@ _project_vertex = _inline(rules.project_vertex_py)
 
 
 @numba.njit(parallel=True, cache=True)
-def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, rho_out, update, observed):
-    # Fused step: vertex u's pressure reads the neighbours' current infected
-    # marginals (f_i), and u's own next state goes to a second buffer
-    # (f_i_next), so no thread reads a value another thread already advanced.
-    # With a reset snapshot (``observed`` non-empty) the frame's pressure is
-    # still taken from the propagated marginals, and only the propagation
-    # continues from the snapshot: "reset after it is scored".
+def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, keep, f_i_next, keep_next, f_r, rho_out, update,
+                         observed):
+    # Fused step: vertex u's pressure reads the neighbours' current factors
+    # keep[v] = 1 - beta_i * f_i[v] (computed once per vertex, not once per
+    # arc: the same float64 value the arc would compute), and u's own next
+    # state goes to second buffers (f_i_next, keep_next), so no thread reads a
+    # value another thread already advanced. With a reset snapshot
+    # (``observed`` non-empty) the frame's pressure is still taken from the
+    # propagated marginals, and only the propagation continues from the
+    # snapshot: "reset after it is scored".
     n = indptr.shape[0] - 1
     reset = observed.shape[0] > 0
     for u in prange(n):
         acc = 1.0
         for e in range(indptr[u], indptr[u + 1]):
-            acc *= 1.0 - beta_i * f_i[indices[e]]
+            acc *= keep[indices[e]]
         rho_out[u] = acc
         if reset:
             y = observed[u]
@@ -62,10 +65,12 @@ def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_
         if update:
             k = own_i + f_s[u] * (1.0 - acc)
             f_s[u] = f_s[u] * acc
-            f_i_next[u] = k * (1.0 - beta_r)
+            nxt_i = k * (1.0 - beta_r)
             f_r[u] = f_r[u] + k * beta_r
         else:
-            f_i_next[u] = own_i
+            nxt_i = own_i
+        f_i_next[u] = nxt_i
+        keep_next[u] = 1.0 - beta_i * nxt_i
 
 
 @numba.njit(cache=True)
@@ -82,13 +87,16 @@ def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, o
     f_s = np.full(n, prior[0])
     f_i = np.full(n, prior[1])
     f_i_next = np.empty(n)
+    keep = np.full(n, 1.0 - beta_i * prior[1])
+    keep_next = np.empty(n)
     f_r = np.full(n, prior[2])
     no_reset = np.empty(0, dtype=np.uint8)
     for t in range(T + 1):
         observed = obs_states[obs_index[t]] if (reset and obs_index[t] >= 0) else no_reset
-        _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, f_i_next, f_r, out_rho[t], t < T,
-                             observed)
+        _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, keep, f_i_next, keep_next, f_r, out_rho[t],
+                             t < T, observed)
         f_i, f_i_next = f_i_next, f_i
+        keep, keep_next = keep_next, keep
 
 
 # vertices per block of the forward-backward: each step of a block runs over BLOCK consecutive vertices
