@@ -246,3 +246,45 @@ def test_workflow_simulates_each_seed_and_tables_show_mean_and_sd(tmp_path):
     assert set(tidy["dataset"]) == {"rr-ba-sir-0.10-0.10", "rr-ba-sir-0.20-0.05"}
     command = (work / plugin_log).read_text().splitlines()[0]
     assert "--threads 2" in command and "--threads 8" not in command, command
+
+
+def test_every_table_and_figure_with_every_experiment_seeded(tmp_path):
+    """The tiny plan with two seeds on every experiment: each table and figure is made from made-up
+    scores (different per seed), merges the seeds under the dataset's own name and prints ±."""
+    pytest.importorskip("snakemake")
+    pytest.importorskip("matplotlib")
+    from test_figures import _history_inputs, _score
+
+    seeds = {"seeds": [123456789, 7]}
+    plan = _plan("config/test/tiny.yaml", **{e: seeds for e in ("canonical", "ditto_protocol", "calibration",
+                                                               "ablation", "tau", "rate_grid", "large")})
+    assert ("ba-si.seed7", "battus", "default") in plan.runs("canonical")
+    seeded = 0
+    for name, item in report.REPORT_ITEMS.items():
+        runs = report.report_runs(name, plan)
+        if runs is None or name == "datasets":
+            continue
+        spec = report.report_spec(name, plan)
+        folder = tmp_path / name
+        folder.mkdir()
+        if name == "history_drawing":
+            inputs = _history_inputs(folder, runs)
+        else:
+            paths = []
+            for i, (d, m, v) in enumerate(runs):
+                record = _score(f"{d}|{m}|{v}") | {"T": 8, "observed_times": [4, 8]}
+                record["hermes"]["nrmse_ditto"] = record["hermes"]["nrmse"]
+                paths.append(folder / f"{i}.json")
+                paths[-1].write_text(json.dumps(record))
+            inputs = {"scores": paths}
+        if item.published:
+            inputs["published"] = ROOT / f"data/published/{item.published}.csv"
+        outputs = [folder / f"{name}.png"] if item.kind == "figure" else [folder / f"{name}.{x}"
+                                                                           for x in ("csv", "md", "tex")]
+        report.make(name, spec, runs, inputs, outputs)
+        if item.kind == "table":
+            tidy = pd.read_csv(outputs[0])
+            if "dataset" in tidy:
+                assert not tidy["dataset"].astype(str).str.contains(r"\.seed").any(), name
+            seeded += "\u00b1" in outputs[1].read_text()
+    assert seeded >= 7  # every table of scores shows mean ± sd somewhere

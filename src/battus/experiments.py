@@ -181,7 +181,7 @@ class Plan:
                     continue
                 names = []
                 for seed in spec["seeds"]:
-                    name = d if seed == base["seed"] else self.replicate_name(d, seed)
+                    name = d if seed == base.get("seed") else self.replicate_name(d, seed)
                     if name != d:
                         self.datasets.setdefault(name, {**base, "seed": int(seed), "replicate_of": d})
                     names.append(name)

@@ -1318,7 +1318,8 @@ def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None) ->
 
 def figure_timing(spec: dict, scores: dict, runs: list) -> Figure:
     rows = []
-    for d, m, v in runs:
+    replicates = spec.get("replicates", {})  # runs at other seeds are merged into their dataset's
+    for d, m, v in dict.fromkeys((replicates.get(d, d), m, v) for d, m, v in runs):
         s = _get(scores, d, m, v)
         ms = scaled(s["algorithm_seconds"], 1e3)
         rows.append({"dataset": label_text(_label(spec, d)), "n": s["n"], "key": f"{m}/{v}",
