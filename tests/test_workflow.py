@@ -253,7 +253,7 @@ def test_paper_dry_run_offline(tmp_path):
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
     assert int(stats["download"]) == 16  # 12 DITTO exports + 4 SNAP graphs
     assert int(stats["edgelist_graph"]) == 4
-    assert int(stats["simulate"]) == 8 + 16  # large SI/SIR + rate robustness
+    assert int(stats["simulate"]) == (8 + 16) * 5  # large SI/SIR + rate robustness, each at 5 seeds
     assert int(stats["import_history"]) == 12
     assert total > 400
     for table in ("datasets", "ablation", "canonical_quality", "unobserved_quality", "feasibility_sensitivity",
