@@ -52,8 +52,10 @@ def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, keep, f_i_ne
     reset = observed.shape[0] > 0
     for u in prange(n):
         acc = 1.0
-        for e in range(indptr[u], indptr[u + 1]):
-            acc *= keep[indices[e]]
+        # unsigned arc and vertex indices (both are validated non-negative): Numba then skips the
+        # negative-index wraparound, two extra instructions per index in the innermost loop
+        for e in range(np.uint64(indptr[u]), np.uint64(indptr[u + 1])):
+            acc *= keep[np.uint64(indices[e])]
         rho_out[u] = acc
         if reset:
             y = observed[u]
