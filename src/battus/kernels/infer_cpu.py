@@ -119,8 +119,10 @@ def forward_backward(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_sta
     n = rho.shape[1]
     n_blocks = (n + FB_BLOCK - 1) // FB_BLOCK
     for block in prange(n_blocks):
-        u0 = block * FB_BLOCK
-        width = min(FB_BLOCK, n - u0)
+        # unsigned vertex indices: Numba skips the negative-index wraparound, so the frame loops over
+        # the block's vertices compile to vector code
+        u0 = np.uint64(block * FB_BLOCK)
+        width = np.uint64(min(FB_BLOCK, n - block * FB_BLOCK))
         msg = np.empty((3, FB_BLOCK))  # one message (forward, then backward) per vertex of the block
         for s in range(seg_left.shape[0]):
             lo = seg_left[s]
