@@ -1,0 +1,1 @@
+"""See ndlib/__init__.py: import-only."""
