@@ -205,7 +205,7 @@ def make_graph(preset: str, seed: int):
 
 
 def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
-                 models=("si", "sir"), methods=("battus-z", "battus"), device_sets=((),)) -> dict:
+                 models=("si", "sir"), methods=("battus-z", "battus")) -> dict:
     from battus.backends.cuda import CUDABackend
     from battus.infer import method_options
     from battus.problem import Problem, observe, schedule_times
@@ -227,9 +227,9 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
         log(f"  simulated {model} in {time.perf_counter() - t0:.2f}s: "
             f"{int((truth[-1] > 0).sum())} ever infected")
         problem = Problem(graph, model, T, n0, observe(truth, times), truth, f"{preset}-{model}")
-        for method, devices in ((m, d) for m in methods for d in device_sets):
+        for method in methods:
             options = method_options(method)
-            backend = CUDABackend(devices=devices or None)
+            backend = CUDABackend()
             backend.warm_up()
             prep = backend.prepare(problem)
             backend.synchronize()
@@ -246,14 +246,14 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
                 floor += fit_floor_bytes(graph.m, int(times[-1]),
                                          candidates_of(options.fit_settings, model == "sir"))
             floor_seconds = floor / bandwidth
-            key = f"{method}/{model}" + (f"@{','.join(map(str, devices))}" if devices else "")
+            key = f"{method}/{model}"
             row["runs"][key] = {
                 "median_s": median, "samples_s": samples,
                 "phases_median_s": {k: statistics.median(p[k] for p in phases) for k in phases[0]},
                 "peak_device_bytes": backend.peak_bytes, "floor_bytes": floor,
                 "floor_s": floor_seconds, "ratio_to_floor": median / floor_seconds,
                 "beta": [float(result[0]), float(result[1])],
-                # the same on every GPU set (equal fitted rates and hitting times)
+                # compare across code versions: equal fitted rates and hitting times
                 "hitting_times_sha256": hashlib.sha256(backend.to_host(result[2]).tobytes()
                                                        + backend.to_host(result[3]).tobytes()).hexdigest(),
             }
@@ -274,9 +274,6 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write all numbers here")
     ap.add_argument("--models", nargs="+", default=["si", "sir"], choices=["si", "sir"])
     ap.add_argument("--methods", nargs="+", default=["battus-z", "battus"], choices=["battus-z", "battus"])
-    ap.add_argument("--devices", nargs="+", default=[], metavar="0,1",
-                    help="time each run on each of these GPU sets (a fit spreads over a set; default: "
-                         "the current GPU)")
     ap.add_argument("--sweep", action="store_true",
                     help="only time Battus-Z SIR over a grid of degree-bin settings")
     args = ap.parse_args(argv)
@@ -304,9 +301,8 @@ def main(argv=None) -> int:
               "presets": []}
     for preset in args.presets:
         try:
-            device_sets = tuple(tuple(int(x) for x in d.split(",")) for d in args.devices) or ((),)
             result["presets"].append(bench_preset(preset, args.repeats, args.seed, bandwidth, log, args.models,
-                                                  args.methods, device_sets))
+                                                  args.methods))
         except Exception as exc:  # keep the other presets' numbers
             log(f"{preset}: FAILED {type(exc).__name__}: {exc}")
             result.setdefault("failed", {})[preset] = repr(exc)

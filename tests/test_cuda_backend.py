@@ -266,36 +266,3 @@ def test_loglik_and_simulator_match_naive_reference(graph, backend):
         want = naive.naive_simulate(graph, "sir", T, 3, 0.35, 0.25, seed=5, same_step_recovery=same_step_recovery)
         got = simulate(graph, "sir", T, 3, 0.35, 0.25, seed=5, backend="cuda", same_step_recovery=same_step_recovery)
         np.testing.assert_array_equal(got, want)
-
-
-def test_fit_spread_over_devices_gives_the_same_result(graph):
-    """`--devices`: the float32 candidates split over several GPUs (two workers on the simulator's one
-    device in CI; two GPUs where present) give the same best candidate, rates and history as one."""
-    from battus.backends.cuda import CUDABackend
-    from battus.kernels import fit_cuda
-    from battus.kernels.cuda_common import cuda
-
-    devices = (0, 1) if len(cuda.gpus) > 1 else (0, 0)
-    problem = _problem(graph, "sir", 2)
-    kwargs = {"warp_min_degree": 4, "hub_min_degree": 9, "hub_chunk": 4, "item_arcs": 4}
-    one, several = CUDABackend(**kwargs), CUDABackend(devices=devices, **kwargs)
-    assert "fit over devices" in several.device
-    from battus.kernels.cuda_common import WARP
-
-    count = 2 * WARP + 3  # two workers' slices of whole groups
-    beta_i, beta_r = np.linspace(0.02, 0.6, count), np.linspace(0.5, 0.03, count)
-    assert beta_i.shape[0] > fit_cuda.POLISH  # the float32 pass that is spread
-    norm = float(problem.n * 2)
-    prep_one, prep_several = one.prepare(problem), several.prepare(problem)
-    expected = one.best_candidate(prep_one, problem.prior, beta_i, beta_r, norm, 32, {})
-    assert several.best_candidate(prep_several, problem.prior, beta_i, beta_r, norm, 32, {}) == expected
-    assert set(prep_several.replicas) == {1}  # the second worker prepared the problem once, on its device
-    # every candidate's float32 value is the one a single device computes
-    values = several._float32_values_on_devices(prep_several, problem.prior, beta_i, beta_r, 32, {})
-    single = one.loglik_batch(prep_one, problem.prior, beta_i, beta_r)
-    assert values.tobytes() == single.tobytes()
-    options = method_options("battus", fit_settings=FitSettings(grid_points=3, refine_points=2, refine_rounds=1))
-    a = reconstruct(problem, options, CUDABackend(**kwargs))
-    b = reconstruct(problem, options, "cuda", devices=devices)
-    assert (a.beta_i, a.beta_r) == (b.beta_i, b.beta_r)
-    np.testing.assert_array_equal(a.states, b.states)

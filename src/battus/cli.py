@@ -65,17 +65,6 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _devices(text: str) -> tuple[int, ...]:
-    """GPU ordinals, comma-separated and distinct: ``0,1``."""
-    try:
-        devices = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of GPU numbers: {text!r}") from None
-    if min(devices) < 0 or len(set(devices)) != len(devices):
-        raise argparse.ArgumentTypeError(f"GPU numbers must be distinct and >= 0, got {text!r}")
-    return devices
-
-
 _SEED = _integer(0, 2**64 - 1)  # seeds key a 64-bit counter-based generator
 
 
@@ -209,10 +198,8 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
     say = _say(args.quiet)
     say(f"{options.method} on {problem.name or args.history}: n={problem.n} arcs={problem.graph.m} "
         f"T={problem.T} observed={problem.observations.times.tolist()}")
-    if args.devices and args.backend == "cpu":
-        raise InputError("--devices", "devices", "--devices needs --backend cuda or auto")
     recon = reconstruct(problem, options, backend=args.backend, keep_posteriors=args.posteriors, progress=say,
-                        repeats=args.repeats, repeat_seconds=args.repeat_seconds, devices=args.devices)
+                        repeats=args.repeats, repeat_seconds=args.repeat_seconds)
     write_prediction(args.out, recon, problem, args.history,
                      extra={"observed_times": problem.observations.times.tolist()})
     runs = recon.extras.get("algorithm_seconds_runs", [recon.algorithm_seconds])
@@ -419,9 +406,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_schedule(p, default=None)
     p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
                    help="auto = CUDA when a GPU is present (default: auto)")
-    p.add_argument("--devices", type=_devices, default=None,
-                   help="CUDA: the GPUs (ordinals, e.g. 0,1) a fit spreads its candidates over; the "
-                        "result is the same as on one (default: the current GPU only)")
     p.add_argument("--posteriors", action="store_true", help="also store the posterior marginals (float32)")
     p.add_argument("--repeats", type=_integer(1, 100), default=1,
                    help="time the algorithm up to this many times after warm-up and record the median "

@@ -28,8 +28,7 @@ __all__ = ["DECODERS", "DEFAULT_RATES", "METHODS", "FitSettings", "Options", "me
 
 
 def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cpu", keep_posteriors: bool = False,
-                progress=None, repeats: int = 1, repeat_seconds: float = math.inf,
-                devices: tuple[int, ...] | None = None) -> Reconstruction:
+                progress=None, repeats: int = 1, repeat_seconds: float = math.inf) -> Reconstruction:
     """Reconstruct the full history of ``problem`` from its observations alone.
 
     ``algorithm_seconds`` excludes compilation (a warm-up on a tiny problem
@@ -39,14 +38,13 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     median interval is recorded (every run in ``extras["algorithm_seconds_runs"]``):
     the first run after warm-up still pays for cold caches and thread start-up.
     The reconstruction is deterministic, so every run gives the same history.
-    ``devices`` (a backend given by name, CUDA): the GPUs a fit spreads its candidates over.
     """
     options.validate()
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     auto = backend == "auto"
     if isinstance(backend, str):
-        backend = get_backend(backend, devices=devices)
+        backend = get_backend(backend)
     say = progress or (lambda msg: None)
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()

@@ -23,9 +23,8 @@ def cuda_available() -> bool:
         return False
 
 
-def get_backend(name: str = "auto", devices: tuple[int, ...] | None = None) -> Backend:
-    """``cpu``, ``cuda`` or ``auto`` (CUDA when a real device is present). ``devices``: the GPUs a
-    fit spreads its candidates over (CUDA only; the CPU backend has none to spread over)."""
+def get_backend(name: str = "auto") -> Backend:
+    """``cpu``, ``cuda`` or ``auto`` (CUDA when a real device is present)."""
     if name not in ("auto", "cpu", "cuda"):
         raise InputError("--backend", "backend", f"unknown backend {name!r} (auto, cpu or cuda)")
     if name == "auto":
@@ -36,4 +35,4 @@ def get_backend(name: str = "auto", devices: tuple[int, ...] | None = None) -> B
         raise InputError("--backend", "backend", "cuda requested but no CUDA device is available")
     from .cuda import CUDABackend
 
-    return CUDABackend(devices=devices)
+    return CUDABackend()

@@ -24,10 +24,9 @@ allocated: a problem that cannot fit gets a one-line :class:`InputError`.
 
 from __future__ import annotations
 
-import threading
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,8 +50,6 @@ class CUDAPrepared(Prepared):
     items: dict
     gather_id: Any = None
     gather_indices: Any = None
-    problem: Any = None  # the host problem, from which another device's copy is prepared
-    replicas: dict = field(default_factory=dict)  # worker -> this problem prepared on its device
 
 
 class DevicePressures:
@@ -71,10 +68,7 @@ class CUDABackend:
 
     ``kernel`` is ``"binned"`` (default) or ``"thread"`` (thread per vertex,
     the reference); ``fit_precision`` is ``"mixed"`` (float32 rounds plus a
-    float64 re-score of the best candidates) or ``"float64"``. ``devices``:
-    the GPUs (ordinals) a fit spreads its float32 candidates over, the first
-    holding everything else; a candidate's value does not depend on which
-    device or group evaluates it, so the fit is the same on one or several.
+    float64 re-score of the best candidates) or ``"float64"``.
     """
 
     name = "cuda"
@@ -83,8 +77,7 @@ class CUDABackend:
     def __init__(self, kernel: str = "binned", fit_precision: str = "mixed",
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
-                 narrow_lanes: int | None = None, fit_pairs: bool = True,
-                 devices: tuple[int, ...] | None = None) -> None:
+                 narrow_lanes: int | None = None, fit_pairs: bool = True) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
         if fit_precision not in ("mixed", "float64"):
@@ -102,14 +95,6 @@ class CUDABackend:
             raise ValueError(f"narrow_lanes must divide {WARP}")
         self.fit_pairs = bool(fit_pairs)
         self.simulated = simulated()
-        self.devices = tuple(int(d) for d in devices) if devices else ()
-        if self.devices:
-            available = len(cuda.gpus)
-            # the simulator has one device: several workers on it still split and gather the candidates
-            wrong = [d for d in self.devices if not 0 <= d < available]
-            if wrong:
-                raise InputError("--devices", "devices", f"no CUDA device {wrong[0]}: {available} present")
-            cuda.select_device(self.devices[0])
         # The simulator runs every thread as a Python thread: small blocks keep tests fast.
         self.threads = int(threads) if threads else (WARP if self.simulated else BLOCK)
         if self.threads % WARP or self.threads > BLOCK or self.threads & (self.threads - 1):
@@ -120,8 +105,6 @@ class CUDABackend:
             dev = cuda.get_current_device()
             name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
             self.device = f"{name} (cc {dev.compute_capability[0]}.{dev.compute_capability[1]})"
-        if len(self.devices) > 1:
-            self.device += f", fit over devices {','.join(map(str, self.devices))}"
         self.live_bytes = 0
         self.peak_bytes = 0
         self._warmed: set[tuple[bool, bool]] = set()  # the (causal, fit) warm_up has run with
@@ -176,13 +159,6 @@ class CUDABackend:
         """Compile every kernel on a tiny problem, outside the timed interval."""
         if needs_warm_up(self._warmed, causal, fit) and not self.simulated:  # the simulator compiles nothing
             run_every_kernel(self, causal, fit)
-            devices, self.devices = self.devices, ()
-            try:  # each further device loads the kernels too, outside any timed interval
-                for device in devices[1:]:
-                    with cuda.gpus[device]:
-                        run_every_kernel(self, causal, fit)
-            finally:
-                self.devices = devices
             self._warmed.add((causal, fit))
 
     # -- device memory: refuse, with the estimate, what cannot fit before allocating it
@@ -253,7 +229,6 @@ class CUDABackend:
         prep.gather_indices = self._upload(gather_id[indices])
         prep.bins = self._build_bins(indptr)
         prep.items = self._build_items(indptr, gather_id)
-        prep.problem = problem
         return prep
 
     def _gather_order(self, indices: np.ndarray, n: int) -> np.ndarray:
@@ -543,9 +518,7 @@ class CUDABackend:
         chunk = max(WARP, -(-chunk // WARP) * WARP)
         chunk = min(chunk, -(-n_cand // WARP) * WARP)
         ll = cuda.to_device(np.zeros(n_cand))
-        if polish and len(self.devices) > 1:
-            state = gather = None  # each device's worker has its own
-        elif polish:
+        if polish:
             state = self._scratch_state(prep, scratch, chunk // WARP, np.float32)
             gather = cuda.to_device(beta_i.astype(np.float32))
         elif self.fit_precision == "mixed":  # at most POLISH candidates: float64 groups of `narrow`
@@ -555,12 +528,9 @@ class CUDABackend:
         else:
             state = self._scratch_state(prep, scratch, chunk // WARP, np.float64)
             gather = cuda.to_device(beta_i)
-        if polish and len(self.devices) > 1:
-            values = self._float32_values_on_devices(prep, prior, beta_i, beta_r, chunk, scratch) / norm
-        else:
-            self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand,
-                                chunk, ll, state)
-            values = ll.copy_to_host() / norm
+        self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
+                            ll, state)
+        values = ll.copy_to_host() / norm
         top = np.argsort(-values, kind="stable")[:min(KF.POLISH, n_cand)]
         if polish:
             top_i = beta_i[top]
@@ -574,47 +544,6 @@ class CUDABackend:
             values_top = values[top]
         best = min(range(top.shape[0]), key=lambda j: (-values_top[j], top[j]))
         return int(top[best]), float(values_top[best])
-
-    def _float32_values_on_devices(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray,
-                                   chunk: int, scratch: dict) -> np.ndarray:
-        """Unnormalised float32-state values of every candidate, contiguous slices (whole groups) on
-        ``self.devices``, one host thread each. Worker 0 uses ``prep``; the others prepare the same
-        problem on their device once (kept on ``prep``) and keep their fitting state in ``scratch``."""
-        n_cand = beta_i.shape[0]
-        per = -(-n_cand // len(self.devices))
-        per = -(-per // WARP) * WARP
-        slices = [(lo, min(n_cand, lo + per)) for lo in range(0, n_cand, per)]
-        values = np.zeros(n_cand)
-        failures: list[BaseException] = []
-
-        def work(worker: int, lo: int, hi: int) -> None:
-            try:
-                with cuda.gpus[self.devices[worker]]:
-                    if worker and worker not in prep.replicas:
-                        prep.replicas[worker] = self.prepare(prep.problem)
-                    mine = prep.replicas[worker] if worker else prep
-                    width = min(chunk, -(-(hi - lo) // WARP) * WARP)
-                    state = self._scratch_state(mine, scratch.setdefault(("worker", worker), {}), width // WARP,
-                                                np.float32)
-                    ll = cuda.to_device(np.zeros(hi - lo))
-                    self._loglik_device(mine, prior, cuda.to_device(beta_i[lo:hi]), cuda.to_device(beta_r[lo:hi]),
-                                        cuda.to_device(beta_i[lo:hi].astype(np.float32)), hi - lo, width, ll, state)
-                    values[lo:hi] = ll.copy_to_host()
-            except BaseException as exc:  # re-raised in the caller's thread
-                failures.append(exc)
-
-        if self.simulated:  # the simulator swaps kernels' module globals while one runs: one at a time
-            for w, (lo, hi) in enumerate(slices):
-                work(w, lo, hi)
-        else:
-            workers = [threading.Thread(target=work, args=(w, lo, hi)) for w, (lo, hi) in enumerate(slices)]
-            for thread in workers:
-                thread.start()
-            for thread in workers:
-                thread.join()
-        if failures:
-            raise failures[0]
-        return values
 
     # -- causal repair and simulation
 
