@@ -288,3 +288,27 @@ def test_every_table_and_figure_with_every_experiment_seeded(tmp_path):
                 assert not tidy["dataset"].astype(str).str.contains(r"\.seed").any(), name
             seeded += "\u00b1" in outputs[1].read_text()
     assert seeded >= 7  # every table of scores shows mean ± sd somewhere
+
+
+def test_table_numbers_are_the_seed_means_of_scores_csv(tmp_path):
+    """scores.csv (one row per seed) and a table's tidy CSV (mean, sd over seeds) tell the same numbers."""
+    pytest.importorskip("snakemake")
+    plan = _plan("config/test/tiny.yaml")
+    runs = plan.runs("rate_robustness")
+    paths = []
+    rng = np.random.default_rng(0)
+    for i, _ in enumerate(runs):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(_score(float(rng.uniform(0.7, 0.9)), float(rng.uniform(0.1, 0.2)))))
+    long = report.scores_long(runs, paths, {d: plan.seed_of(d) for d, _, _ in runs},
+                              {d: plan.base_dataset(d) for d, _, _ in runs if plan.base_dataset(d) != d})
+    outputs = [tmp_path / f"rr.{x}" for x in ("csv", "md", "tex")]
+    report.make("rate_robustness", report.report_spec("rate_robustness", plan), runs, {"scores": paths}, outputs)
+    tidy = pd.read_csv(outputs[0]).pivot_table(index="dataset", columns="metric", values="value")
+    f1 = long[long["metric"] == "hermes_f1"].groupby("dataset")["value"]
+    assert set(tidy.index) == set(f1.groups)
+    for dataset, values in f1:
+        values = values.astype(float).tolist()
+        assert len(values) == 2 == tidy.at[dataset, "f1_n_seeds"]
+        assert tidy.at[dataset, "f1"] == pytest.approx(statistics.mean(values))
+        assert tidy.at[dataset, "f1_sd"] == pytest.approx(statistics.stdev(values))
