@@ -312,3 +312,25 @@ def test_table_numbers_are_the_seed_means_of_scores_csv(tmp_path):
         assert len(values) == 2 == tidy.at[dataset, "f1_n_seeds"]
         assert tidy.at[dataset, "f1"] == pytest.approx(statistics.mean(values))
         assert tidy.at[dataset, "f1_sd"] == pytest.approx(statistics.stdev(values))
+
+
+def test_figures_draw_sd_error_bars_only_where_seeds_exist(tmp_path):
+    pytest.importorskip("snakemake")
+    pytest.importorskip("matplotlib")
+    from matplotlib.container import ErrorbarContainer
+    from test_figures import _inputs
+
+    def errorbars(plan, name):
+        runs = report.report_runs(name, plan)
+        folder = tmp_path / f"{name}-{len(runs)}"
+        folder.mkdir()
+        fig = report.render_figure(name, report.report_spec(name, plan), runs, _inputs(name, runs, folder))
+        # bars with yerr and errorbar() lines both add one ErrorbarContainer
+        return sum(isinstance(c, ErrorbarContainer) for ax in fig.axes for c in ax.containers)
+
+    tiny = _plan("config/test/tiny.yaml")  # the tau sweep over two seeds, the canonical experiment once
+    assert errorbars(tiny, "tau_curves") == 2  # the mean curve of each panel (F1, NRMSE)
+    assert errorbars(tiny, "canonical_bars") == 0
+    seeded = _plan("config/test/tiny.yaml", canonical={"seeds": [123456789, 7]})
+    methods = len(seeded.experiments["canonical"]["methods"])
+    assert errorbars(seeded, "canonical_bars") == 2 * methods  # one bar series per method and metric
