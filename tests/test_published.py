@@ -89,3 +89,20 @@ def test_ditto_protocol_table_shows_no_published_row_on_other_data():
     table = report.build_table("ditto_protocol", spec, _scores(spec), published=report.read_published(DITTO))
     assert [list(p.frame["Method"]) for p in table.panels] == [["Battus-Z", "Truth"]] * 2
     assert "none is shown" in table.note
+
+
+def test_ditto_protocol_table_prints_mean_and_sd_over_seeds(tmp_path):
+    spec = _spec(keys=False)
+    scores = _scores(spec)
+    for d in spec["datasets"]:
+        scores[f"{d}|battus-z|final"]["hermes"] = {"f1": report.SeedStat([0.80, 0.84]),
+                                                   "nrmse": report.SeedStat([0.10, 0.12]),
+                                                   "nrmse_ditto": report.SeedStat([0.14, 0.17])}
+    table = report.build_table("ditto_protocol", spec, scores)
+    paths = [tmp_path / f"t.{ext}" for ext in ("csv", "md", "tex")]
+    report.write_table(table, *paths)
+    assert "±" in paths[1].read_text()
+    tidy = pd.read_csv(paths[0])
+    mean = tidy[(tidy["method"] == "Battus-Z") & (tidy["model"] == "si") & (tidy["dataset"] == "all")]
+    assert set(mean["metric"]) >= {"mean_f1", "mean_f1_sd", "mean_f1_ci95_low", "mean_f1_n_seeds"}
+    assert mean.set_index("metric").at["mean_f1", "value"] == pytest.approx(0.82)
