@@ -189,12 +189,8 @@ class Plan:
         return out
 
     def _experiment_datasets(self, experiment: str) -> list[str]:
-        spec = self.experiments[experiment]
-        if experiment in ("canonical", "ditto_protocol"):
-            return spec["si"] + spec["sir"]
-        if experiment == "rate_robustness":
-            return [d for d, *_ in self.rate_robustness]
-        return list(spec["datasets"])
+        """The datasets an experiment's runs read, in first-run order (from :meth:`_base_runs`)."""
+        return list(dict.fromkeys(d for d, _, _ in self._base_runs(experiment)))
 
     def base_dataset(self, dataset: str) -> str:
         """The dataset a seed replicate repeats (itself for any other)."""

@@ -436,6 +436,22 @@ def read_published(path: str | Path) -> pd.DataFrame:
     return df
 
 
+def published_rows(published: pd.DataFrame | None, keys: list[str | None]) -> dict[str, list[tuple[float, float]]]:
+    """Each published method's (F1, NRMSE) on the datasets ``keys``, in order; only methods that report
+    every one of them (a value may be NaN: not reported), none where a dataset has no published key."""
+    if published is None or not keys or not all(keys):
+        return {}
+    rows = {}
+    for name, grp in published.groupby("method", sort=False):
+        by = grp.set_index("dataset")
+        if all(k in by.index for k in keys):
+            rows[name] = [(float(by.at[k, "f1"]), float(by.at[k, "nrmse"])) for k in keys]
+    return rows
+
+
+DITTO_PUBLISHED = "data/published/ditto_kdd23.csv"
+
+
 # ---------------------------------------------------------------------------
 # The paper's tables
 
@@ -537,17 +553,13 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
     methods = spec["experiments"]["canonical"]["methods"]
     keys = [spec["datasets"][d].get("published") for d in datasets]
     rows, sources = [], []
-    if published is not None and all(keys):
-        for name, grp in published.groupby("method", sort=False):
-            by = grp.set_index("dataset")
-            if not all(k in by.index for k in keys):
-                continue
-            row = {"Method": name}
-            for d, k in zip(datasets, keys, strict=True):
-                row[f"{_label(spec, d)} F1"] = by.at[k, "f1"]
-                row[f"{_label(spec, d)} NRMSE"] = by.at[k, "nrmse"]
-            rows.append(row)
-            sources.append("published")
+    for name, values in published_rows(published, keys).items():
+        row = {"Method": name}
+        for d, (f1, nrmse) in zip(datasets, values, strict=True):
+            row[f"{_label(spec, d)} F1"] = f1
+            row[f"{_label(spec, d)} NRMSE"] = nrmse
+        rows.append(row)
+        sources.append("published")
     n_published = len(rows)
     for m, v in methods:
         row = {"Method": _method_label(spec, m, v)}
@@ -636,22 +648,6 @@ def convention_note(spec: dict, scores: dict, published: pd.DataFrame) -> str:
                if flips else " No comparison with HERMES's published mean changes.")
     return (f" Mean NRMSE under DITTO's evaluation code (SI x sqrt(2)), against HERMES's published "
             f"{fmt_value(reference, 'metric')} (its convention is not stated): " + "; ".join(parts) + "." + verdict)
-
-
-def published_rows(published: pd.DataFrame | None, keys: list[str | None]) -> dict[str, list[tuple[float, float]]]:
-    """Each published method's (F1, NRMSE) on the datasets ``keys``, in order; only methods that report
-    every one of them (a value may be NaN: not reported), none where a dataset has no published key."""
-    if published is None or not keys or not all(keys):
-        return {}
-    rows = {}
-    for name, grp in published.groupby("method", sort=False):
-        by = grp.set_index("dataset")
-        if all(k in by.index for k in keys):
-            rows[name] = [(float(by.at[k, "f1"]), float(by.at[k, "nrmse"])) for k in keys]
-    return rows
-
-
-DITTO_PUBLISHED = "data/published/ditto_kdd23.csv"
 
 
 def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | None = None) -> Table:
