@@ -184,7 +184,8 @@ def sweep_bins(preset: str, seed: int, repeats: int, log) -> list:
                 rows.append(row)
                 log(f"  sweep {preset} warp>={warp_min} hub>={hub_min} chunk={hub_chunk}: "
                     f"{row['median_s'] * 1e3:.2f} ms")
-                del prep, backend
+                backend.close()
+            del prep, backend
     return rows
 
 
@@ -205,7 +206,7 @@ def make_graph(preset: str, seed: int):
 
 
 def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
-                 models=("si", "sir"), methods=("battus-z", "battus")) -> dict:
+                 models=("si", "sir"), methods=("battus-z", "battus"), device_sets=((),)) -> dict:
     from battus.backends.cuda import CUDABackend
     from battus.infer import method_options
     from battus.problem import Problem, observe, schedule_times
@@ -227,9 +228,9 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
         log(f"  simulated {model} in {time.perf_counter() - t0:.2f}s: "
             f"{int((truth[-1] > 0).sum())} ever infected")
         problem = Problem(graph, model, T, n0, observe(truth, times), truth, f"{preset}-{model}")
-        for method in methods:
+        for method, devices in ((m, d) for m in methods for d in device_sets):
             options = method_options(method)
-            backend = CUDABackend()
+            backend = CUDABackend(devices=devices or None)
             backend.warm_up()
             prep = backend.prepare(problem)
             backend.synchronize()
@@ -246,7 +247,7 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
                 floor += fit_floor_bytes(graph.m, int(times[-1]),
                                          candidates_of(options.fit_settings, model == "sir"))
             floor_seconds = floor / bandwidth
-            key = f"{method}/{model}"
+            key = f"{method}/{model}" + (f"@{','.join(map(str, devices))}" if devices else "")
             row["runs"][key] = {
                 "median_s": median, "samples_s": samples,
                 "phases_median_s": {k: statistics.median(p[k] for p in phases) for k in phases[0]},
@@ -260,6 +261,7 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
             log(f"  {key:14s} median {median * 1e3:9.2f} ms  peak {backend.peak_bytes / 2**30:6.2f} GiB"
                 f"  floor {floor_seconds * 1e3:9.2f} ms  ratio {median / floor_seconds:5.2f}"
                 f"  phases {row['runs'][key]['phases_median_s']}")
+            backend.close()
             del prep, backend
     return row
 
@@ -274,6 +276,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write all numbers here")
     ap.add_argument("--models", nargs="+", default=["si", "sir"], choices=["si", "sir"])
     ap.add_argument("--methods", nargs="+", default=["battus-z", "battus"], choices=["battus-z", "battus"])
+    ap.add_argument("--devices", nargs="+", default=[], metavar="0,1",
+                    help="time each run on each of these GPU sets (a fit spreads over a set; default: "
+                         "the current GPU)")
     ap.add_argument("--sweep", action="store_true",
                     help="only time Battus-Z SIR over a grid of degree-bin settings")
     args = ap.parse_args(argv)
@@ -301,8 +306,9 @@ def main(argv=None) -> int:
               "presets": []}
     for preset in args.presets:
         try:
+            device_sets = tuple(tuple(int(x) for x in d.split(",")) for d in args.devices) or ((),)
             result["presets"].append(bench_preset(preset, args.repeats, args.seed, bandwidth, log, args.models,
-                                                  args.methods))
+                                                  args.methods, device_sets))
         except Exception as exc:  # keep the other presets' numbers
             log(f"{preset}: FAILED {type(exc).__name__}: {exc}")
             result.setdefault("failed", {})[preset] = repr(exc)

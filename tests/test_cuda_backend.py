@@ -156,6 +156,63 @@ def test_float64_fit_precision(graph):
     np.testing.assert_array_equal(gpu.states, cpu.states)
 
 
+def test_fit_spread_over_two_devices_is_identical(graph, model="sir"):
+    """Fitting rounds spread over a worker process (here on the same device): every candidate's value,
+    each round's best and the fitted rates equal one device's, bit for bit."""
+    from battus.backends.cuda import CUDABackend, split_candidates
+    from battus.fit import fit_rates
+
+    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    problem = _problem(graph, model, 2)
+    settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1, chunk=8)  # 25 SIR candidates: 4 groups
+    one = CUDABackend(**knobs)
+    two = CUDABackend(devices=(0, 0), **knobs)
+    try:
+        two.warm_up(fit=True)
+        assert len(two._workers) == 1 and "fit over CUDA devices 0, 0" in two.device
+        prep_one, prep_two = one.prepare(problem), two.prepare(problem)
+        assert prep_two.worker_key is not None
+        beta_i = np.linspace(0.01, 0.5, 19)
+        beta_r = np.linspace(0.3, 0.02, 19)
+        for mode in ("float32", "float64", "narrow64"):
+            alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, mode, 8, {})
+            spread = two._evaluate_spread(prep_two, problem.prior, beta_i, beta_r, mode, 8, {})
+            assert spread.tobytes() == alone.tobytes(), mode
+        assert fit_rates(two, prep_two, problem, settings) == fit_rates(one, prep_one, problem, settings)
+        del prep_two  # its copy on the worker is dropped with the next request
+        assert two._freed_keys == [0]
+        kept = two.prepare(problem)
+        assert not two._freed_keys and kept.worker_key == 1
+    finally:
+        two.close()
+    assert split_candidates(576, 32, 2) == [(0, 288), (288, 576)]
+    assert split_candidates(49, 32, 2) == [(0, 32), (32, 49)]
+    assert split_candidates(8, 8, 2) == [(0, 4), (4, 8)]
+    assert split_candidates(1, 8, 2) == [(0, 1), (1, 1)]
+
+
+def test_fit_worker_errors_are_one_line(graph, monkeypatch):
+    """A worker that fails reports its error through the pipe; the fitting process raises it."""
+    from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda_workers import WorkerError
+
+    two = CUDABackend(devices=(0, 0), item_arcs=4)
+    try:
+        two.warm_up(fit=True)
+        prep = two.prepare(_problem(graph, "sir", 2))
+        prep.worker_key = 12345  # a problem the worker never prepared
+        with pytest.raises(WorkerError, match="CUDA device 0: KeyError"):
+            two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), np.full(20, 0.1), np.full(20, 0.1),
+                                 "float32", 64, {})
+        two._workers[0]._proc.kill()
+        two._workers[0]._proc.wait()
+        with pytest.raises(WorkerError, match="has stopped"):
+            two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), np.full(20, 0.1), np.full(20, 0.1),
+                                 "float32", 64, {})
+    finally:
+        two.close()
+
+
 def test_device_memory_accounting(graph, backend):
     problem = _problem(graph, "sir", 2)
     backend.reset_peak()

@@ -24,9 +24,11 @@ allocated: a problem that cannot fit gets a one-line :class:`InputError`.
 
 from __future__ import annotations
 
+import itertools
 import time
 import weakref
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -50,6 +52,9 @@ class CUDAPrepared(Prepared):
     items: dict
     gather_id: Any = None
     gather_indices: Any = None
+    # the key under which every fitting worker holds this problem (None: no workers)
+    worker_key: int | None = None
+    _release: Any = field(default=None, repr=False)
 
 
 class DevicePressures:
@@ -77,7 +82,8 @@ class CUDABackend:
     def __init__(self, kernel: str = "binned", fit_precision: str = "mixed",
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
-                 narrow_lanes: int | None = None, fit_pairs: bool = True) -> None:
+                 narrow_lanes: int | None = None, fit_pairs: bool = True,
+                 devices: Sequence[int] | None = None) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
         if fit_precision not in ("mixed", "float64"):
@@ -94,7 +100,21 @@ class CUDABackend:
         if self.narrow_lanes < 1 or WARP % self.narrow_lanes:
             raise ValueError(f"narrow_lanes must divide {WARP}")
         self.fit_pairs = bool(fit_pairs)
+        self.devices = tuple(int(d) for d in devices) if devices else ()
+        if any(d < 0 for d in self.devices):
+            raise ValueError(f"devices must be CUDA device ordinals >= 0, got {list(self.devices)}")
+        # what a worker's own backend is built with: the same kernels and precision, one device
+        self._settings = {"kernel": kernel, "fit_precision": fit_precision, "warp_min_degree": warp_min_degree,
+                          "hub_min_degree": hub_min_degree, "hub_chunk": hub_chunk, "item_arcs": item_arcs,
+                          "threads": threads, "reorder": reorder, "narrow_lanes": narrow_lanes,
+                          "fit_pairs": fit_pairs}
+        self._workers: list = []  # one DeviceWorker per device after the first, started with the fit
+        self._spread = False  # whether problems and fitting rounds go to the workers too
+        self._problem_keys = itertools.count()
+        self._freed_keys: list[int] = []  # problems dropped here, to be dropped by the workers next
         self.simulated = simulated()
+        if self.devices and not self.simulated:
+            cuda.select_device(self.devices[0])
         # The simulator runs every thread as a Python thread: small blocks keep tests fast.
         self.threads = int(threads) if threads else (WARP if self.simulated else BLOCK)
         if self.threads % WARP or self.threads > BLOCK or self.threads & (self.threads - 1):
@@ -105,6 +125,8 @@ class CUDABackend:
             dev = cuda.get_current_device()
             name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
             self.device = f"{name} (cc {dev.compute_capability[0]}.{dev.compute_capability[1]})"
+        if len(self.devices) > 1:
+            self.device += f"; fit over CUDA devices {', '.join(map(str, self.devices))}"
         self.live_bytes = 0
         self.peak_bytes = 0
         self._warmed: set[tuple[bool, bool]] = set()  # the (causal, fit) warm_up has run with
@@ -156,10 +178,40 @@ class CUDABackend:
         return cuda.event_elapsed_time(start, stop) / 1e3
 
     def warm_up(self, causal: bool = False, fit: bool = True) -> None:
-        """Compile every kernel on a tiny problem, outside the timed interval."""
-        if needs_warm_up(self._warmed, causal, fit) and not self.simulated:  # the simulator compiles nothing
-            run_every_kernel(self, causal, fit)
-            self._warmed.add((causal, fit))
+        """Compile every kernel on a tiny problem, outside the timed interval.
+
+        With several ``devices`` a warm-up for a fit also starts one worker
+        process per extra device (each compiles while this one does); problems
+        prepared after that are held by every worker, and their fitting rounds
+        are spread over all devices.
+        """
+        starting = fit and len(self.devices) > 1 and not self._workers
+        if starting:
+            from .cuda_workers import DeviceWorker
+
+            self._workers = [DeviceWorker(d, self._settings) for d in self.devices[1:]]
+            for worker in self._workers:
+                worker.request({"op": "warm_up"})
+        try:
+            if needs_warm_up(self._warmed, causal, fit) and not self.simulated:  # the simulator compiles nothing
+                spread, self._spread = self._spread, False  # warm up this device alone
+                try:
+                    run_every_kernel(self, causal, fit)
+                finally:
+                    self._spread = spread
+                self._warmed.add((causal, fit))
+        finally:
+            if starting:
+                for worker in self._workers:
+                    worker.reply()
+                self._spread = True
+
+    def close(self) -> None:
+        """Stop the fitting workers (also done when the backend is garbage-collected or at exit)."""
+        for worker in self._workers:
+            worker.close()
+        self._workers = []
+        self._spread = False
 
     # -- device memory: refuse, with the estimate, what cannot fit before allocating it
 
@@ -229,7 +281,29 @@ class CUDABackend:
         prep.gather_indices = self._upload(gather_id[indices])
         prep.bins = self._build_bins(indptr)
         prep.items = self._build_items(indptr, gather_id)
+        if self._spread:
+            self._prepare_on_workers(prep, problem)
         return prep
+
+    def _prepare_on_workers(self, prep: CUDAPrepared, problem: Problem) -> None:
+        from .cuda_workers import problem_message
+
+        key = next(self._problem_keys)
+        header, arrays = problem_message(problem)
+        self._flush_freed()
+        for worker in self._workers:
+            worker.request(dict(header, op="prepare", key=key), arrays)
+            worker.reply()
+        prep.worker_key = key
+        # the workers drop their copy once this one is gone; the message waits for the next request,
+        # since a finalizer may run in the middle of another message
+        prep._release = weakref.finalize(prep, self._freed_keys.append, key)
+
+    def _flush_freed(self) -> None:
+        while self._freed_keys:
+            key = self._freed_keys.pop()
+            for worker in self._workers:
+                worker.request({"op": "free", "key": key})
 
     def _gather_order(self, indices: np.ndarray, n: int) -> np.ndarray:
         """Position of each vertex in the arrays the pressure kernels gather from.
@@ -496,6 +570,66 @@ class CUDABackend:
             state = scratch[key] = self._fit_state(prep, groups, dtype, lanes)
         return state
 
+    def evaluate(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str, chunk: int,
+                 scratch: dict) -> np.ndarray:
+        """Unnormalised Eq. 4 of each candidate on this device, on the host.
+
+        ``mode``: ``float32`` or ``float64`` state in groups of :data:`WARP`
+        candidates, at most ``chunk`` (rounded up to whole groups) per pass; or
+        ``narrow64``, float64 state in groups of ``narrow_lanes``, all at once.
+        """
+        beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
+        beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
+        n_cand = beta_i.shape[0]
+        ll = cuda.to_device(np.zeros(n_cand))
+        if mode == "narrow64":
+            narrow = self.narrow_lanes
+            chunk = -(-n_cand // narrow) * narrow
+            state = self._scratch_state(prep, scratch, chunk // narrow, np.float64, narrow)
+            gather = cuda.to_device(beta_i)
+        elif mode in ("float32", "float64"):
+            chunk = max(WARP, -(-chunk // WARP) * WARP)
+            chunk = min(chunk, -(-n_cand // WARP) * WARP)
+            state = self._scratch_state(prep, scratch, chunk // WARP, np.dtype(mode))
+            gather = cuda.to_device(beta_i.astype(mode))
+        else:
+            raise ValueError(f"unknown evaluation mode {mode!r}")
+        self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
+                            ll, state)
+        return ll.copy_to_host()
+
+    def _evaluate_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str,
+                         chunk: int, scratch: dict) -> np.ndarray:
+        """:meth:`evaluate` with the candidates cut into one contiguous slice per device.
+
+        Slices are whole candidate groups where there are enough of them (so
+        float32 passes keep their group pairs), single candidates otherwise.
+        This device takes the first slice while the workers compute theirs.
+        """
+        if not (self._spread and prep.worker_key is not None):
+            return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
+        bounds = split_candidates(beta_i.shape[0], self.narrow_lanes if mode == "narrow64" else WARP,
+                                  1 + len(self._workers))
+        self._flush_freed()
+        prior = np.asarray(prior, dtype=np.float64)
+        asked = []
+        for worker, (lo, hi) in zip(self._workers, bounds[1:], strict=True):
+            if hi > lo:
+                worker.request({"op": "evaluate", "key": prep.worker_key, "mode": mode, "chunk": int(chunk)},
+                               {"prior": prior, "beta_i": beta_i[lo:hi], "beta_r": beta_r[lo:hi]})
+                asked.append((worker, hi - lo))
+        parts = []
+        try:
+            lo, hi = bounds[0]
+            parts.append(self.evaluate(prep, prior, beta_i[lo:hi], beta_r[lo:hi], mode, chunk, scratch))
+        finally:  # every answer is read, so that the pipes stay in step even when this device failed
+            for worker, count in asked:
+                values = worker.reply()["arrays"].get("values")
+                if values is None or values.dtype != np.float64 or values.shape != (count,):
+                    raise RuntimeError(f"CUDA device {worker.device} answered {count} candidates wrongly")
+                parts.append(values)
+        return np.concatenate(parts)
+
     def best_candidate(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, norm: float,
                        chunk: int, scratch: dict) -> tuple[int, float]:
         """Arg-max of Eq. 4 / ``norm`` over the candidates, the first on ties.
@@ -508,38 +642,24 @@ class CUDABackend:
         candidates use groups of ``narrow_lanes`` (8) candidates rather than 32
         (64-byte instead of 256-byte gathered rows); float32 passes run group
         pairs that share their index reads (``fit_pairs``). Neither changes any
-        candidate's value (tests/test_cuda_backend.py checks bit equality).
+        candidate's value (tests/test_cuda_backend.py checks bit equality), nor
+        does spreading a round over several ``devices``.
         """
         beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
         beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
         n_cand = beta_i.shape[0]
         polish = self.fit_precision == "mixed" and n_cand > KF.POLISH
-        narrow = self.narrow_lanes
-        chunk = max(WARP, -(-chunk // WARP) * WARP)
-        chunk = min(chunk, -(-n_cand // WARP) * WARP)
-        ll = cuda.to_device(np.zeros(n_cand))
         if polish:
-            state = self._scratch_state(prep, scratch, chunk // WARP, np.float32)
-            gather = cuda.to_device(beta_i.astype(np.float32))
+            mode = "float32"
         elif self.fit_precision == "mixed":  # at most POLISH candidates: float64 groups of `narrow`
-            chunk = -(-n_cand // narrow) * narrow
-            state = self._scratch_state(prep, scratch, chunk // narrow, np.float64, narrow)
-            gather = cuda.to_device(beta_i)
+            mode = "narrow64"
         else:
-            state = self._scratch_state(prep, scratch, chunk // WARP, np.float64)
-            gather = cuda.to_device(beta_i)
-        self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
-                            ll, state)
-        values = ll.copy_to_host() / norm
+            mode = "float64"
+        values = self._evaluate_spread(prep, prior, beta_i, beta_r, mode, chunk, scratch) / norm
         top = np.argsort(-values, kind="stable")[:min(KF.POLISH, n_cand)]
         if polish:
-            top_i = beta_i[top]
-            rescored = cuda.to_device(np.zeros(top.shape[0]))
-            width = -(-top.shape[0] // narrow) * narrow
-            state64 = self._scratch_state(prep, scratch, width // narrow, np.float64, narrow)
-            self._loglik_device(prep, prior, cuda.to_device(top_i), cuda.to_device(beta_r[top]),
-                                cuda.to_device(top_i), top.shape[0], width, rescored, state64)
-            values_top = rescored.copy_to_host() / norm
+            values_top = self._evaluate_spread(prep, prior, beta_i[top], beta_r[top], "narrow64", chunk,
+                                               scratch) / norm
         else:
             values_top = values[top]
         best = min(range(top.shape[0]), key=lambda j: (-values_top[j], top[j]))
@@ -553,3 +673,16 @@ class CUDABackend:
     def simulate(self, graph: Graph, states: np.ndarray, beta_i: float, beta_r: float, seed: int,
                  same_step_recovery: bool) -> np.ndarray:
         return simulate_cuda.simulate(graph.indptr, graph.indices, states, beta_i, beta_r, seed, same_step_recovery)
+
+
+def split_candidates(n_cand: int, lanes: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous (lo, hi) slices of ``n_cand`` candidates, as even as possible: in whole
+    groups of ``lanes`` when there are at least ``parts`` groups, else candidate by candidate."""
+    groups = -(-n_cand // lanes)
+    unit, units = (lanes, groups) if groups >= parts else (1, n_cand)
+    bounds, lo = [], 0
+    for k in range(parts):
+        hi = min(n_cand, lo + (units // parts + (k < units % parts)) * unit)
+        bounds.append((lo, hi))
+        lo = hi
+    return bounds
