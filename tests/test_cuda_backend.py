@@ -172,8 +172,8 @@ def test_fit_spread_over_two_devices_is_identical(graph, model="sir"):
         assert len(two._workers) == 1 and "fit over CUDA devices 0, 0" in two.device
         prep_one, prep_two = one.prepare(problem), two.prepare(problem)
         assert prep_two.worker_key is not None
-        beta_i = np.linspace(0.01, 0.5, 19)
-        beta_r = np.linspace(0.3, 0.02, 19)
+        beta_i = np.linspace(0.01, 0.5, 41)  # 3 pairs of 8-lane groups (simulator): 32 + 9 candidates
+        beta_r = np.linspace(0.3, 0.02, 41)
         for mode in ("float32", "float64", "narrow64"):
             alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, mode, 8, {})
             spread = two._evaluate_spread(prep_two, problem.prior, beta_i, beta_r, mode, 8, {})
@@ -183,12 +183,13 @@ def test_fit_spread_over_two_devices_is_identical(graph, model="sir"):
         assert two._freed_keys == [0]
         kept = two.prepare(problem)
         assert not two._freed_keys and kept.worker_key == 1
+        alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, "float32", 8, {})
+        assert two._evaluate_spread(kept, problem.prior, beta_i, beta_r, "float32", 8, {}).tobytes() == alone.tobytes()
     finally:
         two.close()
-    assert split_candidates(576, 32, 2) == [(0, 288), (288, 576)]
-    assert split_candidates(49, 32, 2) == [(0, 32), (32, 49)]
-    assert split_candidates(8, 8, 2) == [(0, 4), (4, 8)]
-    assert split_candidates(1, 8, 2) == [(0, 1), (1, 1)]
+    assert split_candidates(576, 64, 2) == [(0, 320), (320, 576)]  # a SIR grid: 9 group pairs, 5 + 4
+    assert split_candidates(100, 64, 3) == [(0, 64), (64, 100), (100, 100)]
+    assert split_candidates(5, 8, 2) == [(0, 5), (5, 5)]
 
 
 def test_fit_worker_errors_are_one_line(graph, monkeypatch):

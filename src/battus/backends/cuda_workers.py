@@ -109,7 +109,8 @@ class DeviceWorker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         self._finalizer = weakref.finalize(self, _shut_down, self._proc)
         self.request({"op": "start", "settings": settings})
-        self.name = self.reply()["device"]
+        started = self.reply()
+        self.name, self.ordinal = started["device"], started["ordinal"]
 
     def request(self, header: dict, arrays: dict[str, np.ndarray] | None = None) -> None:
         try:
@@ -177,7 +178,7 @@ def problem_message(problem) -> tuple[dict, dict[str, np.ndarray]]:
 
 
 def serve(device: int, inbox: BinaryIO, outbox: BinaryIO) -> None:
-    """Answer requests until the pipe closes: start, warm_up, prepare, evaluate, free."""
+    """Answer requests until the pipe closes: start, warm_up, prepare, evaluate; and free (no answer)."""
     from numba import cuda
 
     from .cuda import CUDABackend
@@ -194,7 +195,8 @@ def serve(device: int, inbox: BinaryIO, outbox: BinaryIO) -> None:
             if op == "start":
                 cuda.select_device(device)
                 backend = CUDABackend(**header["settings"])
-                send(outbox, {"device": backend.device})
+                current = -1 if backend.simulated else int(cuda.get_current_device().id)
+                send(outbox, {"device": backend.device, "ordinal": current})
             elif op == "warm_up":
                 backend.warm_up(causal=False, fit=True)
                 send(outbox, {})
@@ -206,9 +208,8 @@ def serve(device: int, inbox: BinaryIO, outbox: BinaryIO) -> None:
                 values = backend.evaluate(prep, arrays["prior"], arrays["beta_i"], arrays["beta_r"],
                                           header["mode"], int(header["chunk"]), scratch)
                 send(outbox, {}, {"values": values})
-            elif op == "free":
+            elif op == "free":  # unanswered: sent from wherever the driver's next request is
                 problems.pop(header["key"], None)
-                send(outbox, {})
             else:
                 raise WorkerError(f"unknown request {op!r}")
         except InputError as exc:
