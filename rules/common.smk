@@ -192,7 +192,8 @@ CLUSTER = SlurmSite(config["cluster"], workflow)
 
 
 def reconstruct_gpus(wildcards):
-    return int(PLAN.uses_gpu(wildcards.dataset, wildcards.method))
+    # 0 on the CPU; on the GPU one per device of its --devices (config `devices`), at least 1
+    return PLAN.gpus(wildcards.dataset, wildcards.method, wildcards.variant)
 
 
 def simulate_gpus(wildcards):
@@ -214,7 +215,7 @@ def job_threads(gpus):
 
 def cluster_resources(gpus=None):
     """slurm_partition (and slurm_account when set) of a rule's jobs: the GPU
-    partition for jobs with gpu=1, cluster.cpu_partition (site default when empty)
+    partition for jobs with gpu >= 1, cluster.cpu_partition (site default when empty)
     for the others.
     """
     return CLUSTER.resources(gpus)

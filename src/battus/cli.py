@@ -65,6 +65,22 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _devices(text: str) -> list[int]:
+    """CUDA device ordinals: comma-separated distinct integers >= 0, such as '0,1'."""
+    devices: list[int] = []
+    for item in text.split(","):
+        try:
+            device = int(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not comma-separated device numbers such as 0,1: {text!r}") from None
+        if device < 0:
+            raise argparse.ArgumentTypeError(f"device numbers must be >= 0, got {item.strip()}")
+        if device in devices:
+            raise argparse.ArgumentTypeError(f"device {device} is listed twice in {text!r}")
+        devices.append(device)
+    return devices
+
+
 _SEED = _integer(0, 2**64 - 1)  # seeds key a 64-bit counter-based generator
 
 
@@ -199,7 +215,7 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
     say(f"{options.method} on {problem.name or args.history}: n={problem.n} arcs={problem.graph.m} "
         f"T={problem.T} observed={problem.observations.times.tolist()}")
     recon = reconstruct(problem, options, backend=args.backend, keep_posteriors=args.posteriors, progress=say,
-                        repeats=args.repeats, repeat_seconds=args.repeat_seconds)
+                        repeats=args.repeats, repeat_seconds=args.repeat_seconds, devices=args.devices)
     write_prediction(args.out, recon, problem, args.history,
                      extra={"observed_times": problem.observations.times.tolist()})
     runs = recon.extras.get("algorithm_seconds_runs", [recon.algorithm_seconds])
@@ -406,6 +422,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_schedule(p, default=None)
     p.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"],
                    help="auto = CUDA when a GPU is present (default: auto)")
+    p.add_argument("--devices", type=_devices, default=None, metavar="I,J,...",
+                   help="CUDA devices of --backend cuda (or auto on a GPU), comma-separated ordinals such as "
+                        "0,1: the fit (--fit) spreads its candidates over all of them with the same result as one "
+                        "GPU; everything else runs on the first (default: the current GPU)")
     p.add_argument("--posteriors", action="store_true", help="also store the posterior marginals (float32)")
     p.add_argument("--repeats", type=_integer(1, 100), default=1,
                    help="time the algorithm up to this many times after warm-up and record the median "

@@ -82,6 +82,7 @@ class Plan:
         self.name = config["name"]
         self.results = config["results"].rstrip("/")
         self.backend = config["backend"]
+        self.devices = [int(d) for d in config.get("devices") or []]  # CUDA ordinals; [] = one, the default
         self.large_threads = config["large_threads"]
         self.fit = config["fit"]
         self.timing = config["timing"]
@@ -296,6 +297,9 @@ class Plan:
         if (dataset, method, variant) in self._calibrated:
             options["posteriors"] = True
         options["backend"] = self.backend
+        devices = self.devices_of(dataset, method, variant)
+        if devices:  # left out when there are none: a config without `devices` keeps every job's params
+            options["devices"] = ",".join(map(str, devices))
         options["method"] = method
         options["repeats"] = self.timing["repeats"]
         options["repeat_seconds"] = self.timing["repeat_seconds"]
@@ -429,6 +433,23 @@ class Plan:
         if self.backend == "cuda":
             return True
         return bool(self.datasets[dataset]["large"]) and self.backend == "auto"
+
+    def devices_of(self, dataset: str, method: str, variant: str) -> list[int]:
+        """The CUDA devices (config `devices`) of a reconstruction, `battus reconstruct --devices`:
+        all of them for fitted Battus on the GPU, which spreads its fit over them; the first for a
+        GPU run without a fit, which uses one; none for a job on the CPU, a control, baseline or
+        plug-in, or when `devices` is empty (one GPU, the job's default device)."""
+        if not self.devices or self.command(method) != "reconstruct" or not self.uses_gpu(dataset, method):
+            return []
+        fit = self.overrides(method, variant).get("fit", self.presets[method]["fit"])
+        return list(self.devices) if fit else self.devices[:1]
+
+    def gpus(self, dataset: str, method: str, variant: str) -> int:
+        """GPUs a reconstruction job asks for (the `gpu` resource, on SLURM --gpus): 0 on the
+        CPU, else one per device it is given, at least one."""
+        if not self.uses_gpu(dataset, method):
+            return 0
+        return max(1, len(self.devices_of(dataset, method, variant)))
 
     def threads(self, dataset: str, method: str | None = None) -> int:
         """Threads a job asks for: a plug-in's own `threads`, 1 for a control or baseline,

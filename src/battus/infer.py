@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -28,7 +29,8 @@ __all__ = ["DECODERS", "DEFAULT_RATES", "METHODS", "FitSettings", "Options", "me
 
 
 def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cpu", keep_posteriors: bool = False,
-                progress=None, repeats: int = 1, repeat_seconds: float = math.inf) -> Reconstruction:
+                progress=None, repeats: int = 1, repeat_seconds: float = math.inf,
+                devices: Sequence[int] | None = None) -> Reconstruction:
     """Reconstruct the full history of ``problem`` from its observations alone.
 
     ``algorithm_seconds`` excludes compilation (a warm-up on a tiny problem
@@ -38,13 +40,41 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     median interval is recorded (every run in ``extras["algorithm_seconds_runs"]``):
     the first run after warm-up still pays for cold caches and thread start-up.
     The reconstruction is deterministic, so every run gives the same history.
+
+    ``devices`` (with ``backend`` given by name): the CUDA devices of the CUDA
+    backend (:func:`battus.backends.get_backend`); several spread the rate fit
+    over those GPUs, with the same result as one. With ``auto``, a graph too
+    large for the GPU falls back to the CPU whatever ``devices`` asked for.
+    A backend given by name is made here and closed (its fitting workers
+    stopped) before returning.
     """
     options.validate()
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     auto = backend == "auto"
-    if isinstance(backend, str):
-        backend = get_backend(backend)
+    if not isinstance(backend, str):
+        if devices is not None:
+            raise ValueError("devices go with a backend given by name; a Backend object has its own")
+        return _reconstruct(problem, options, backend, keep_posteriors, progress, repeats, repeat_seconds)
+    # without devices, the one-argument call library code and tests have always made
+    backend = get_backend(backend) if devices is None else get_backend(backend, devices=devices)
+    try:
+        return _reconstruct(problem, options, backend, keep_posteriors, progress, repeats, repeat_seconds,
+                            auto=auto, devices=devices)
+    finally:
+        _close(backend)
+
+
+def _close(backend: Backend) -> None:
+    """Stop what a backend made here runs beside this process (the CUDA backend's fitting workers)."""
+    close = getattr(backend, "close", None)
+    if close is not None:
+        close()
+
+
+def _reconstruct(problem: Problem, options: Options, backend: Backend, keep_posteriors: bool, progress,
+                 repeats: int, repeat_seconds: float, auto: bool = False,
+                 devices: Sequence[int] | None = None) -> Reconstruction:
     say = progress or (lambda msg: None)
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
@@ -55,7 +85,10 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
         if not (auto and exc.field == "device memory"):
             raise
         # `auto` means the GPU when it can: a graph too large for its free memory runs on the CPU
-        say(f"{exc.message}; reconstructing on the CPU instead (--backend auto)")
+        # (with one thread pool, whatever --devices asked for)
+        unused = f"; --devices {','.join(map(str, devices))} unused" if devices and len(devices) > 1 else ""
+        say(f"{exc.message}; reconstructing on the CPU instead (--backend auto{unused})")
+        _close(backend)
         backend = get_backend("cpu")
         backend.warm_up(causal=options.causal, fit=options.fit)
         prep = backend.prepare(problem)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from ..errors import InputError
 from .base import Backend, Prepared
@@ -23,16 +24,50 @@ def cuda_available() -> bool:
         return False
 
 
-def get_backend(name: str = "auto") -> Backend:
-    """``cpu``, ``cuda`` or ``auto`` (CUDA when a real device is present)."""
+def get_backend(name: str = "auto", devices: Sequence[int] | None = None) -> Backend:
+    """``cpu``, ``cuda`` or ``auto`` (CUDA when a real device is present).
+
+    ``devices``: CUDA device ordinals for the CUDA backend. None (or one ordinal)
+    is one GPU, that ordinal or by default the current device; several spread
+    fitted Battus's rate fit over those GPUs, with the same results as one
+    (:class:`battus.backends.cuda.CUDABackend`). Several devices on the CPU backend
+    (``cpu``, or ``auto`` without a GPU) are an :class:`InputError`; one is ignored there.
+    """
     if name not in ("auto", "cpu", "cuda"):
         raise InputError("--backend", "backend", f"unknown backend {name!r} (auto, cpu or cuda)")
+    devices = None if devices is None else [int(d) for d in devices]
+    if devices is not None and any(d < 0 for d in devices):
+        raise InputError("--devices", "devices", f"CUDA device ordinals are >= 0, got {_listed(devices)}")
+    asked = name
     if name == "auto":
         name = "cuda" if (cuda_available() and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1") else "cpu"
     if name == "cpu":
+        if devices is not None and len(devices) > 1:
+            why = "--backend cpu runs on the CPU" if asked == "cpu" else "--backend auto found no GPU"
+            raise InputError("--devices", "devices",
+                             f"{len(devices)} GPUs ({_listed(devices)}) asked for the fit, but {why}; "
+                             "give --backend cuda on a machine with those GPUs, or leave --devices out")
         return CPUBackend()
     if not cuda_available():
         raise InputError("--backend", "backend", "cuda requested but no CUDA device is available")
+    if devices and os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":  # the simulator's one device serves any
+        _require_devices(devices)
     from .cuda import CUDABackend
 
-    return CUDABackend()
+    return CUDABackend(devices=devices) if devices else CUDABackend()
+
+
+def _require_devices(devices: Sequence[int]) -> None:
+    """A one-line :class:`InputError` for an ordinal this machine (or CUDA_VISIBLE_DEVICES) lacks."""
+    from numba import cuda
+
+    count = len(cuda.gpus)
+    missing = [d for d in devices if d >= count]
+    if missing:
+        raise InputError("--devices", "devices",
+                         f"no CUDA device {missing[0]}: {count} visible here, numbered 0 to {count - 1} "
+                         "(CUDA_VISIBLE_DEVICES and SLURM renumber a job's GPUs from 0)")
+
+
+def _listed(devices: Sequence[int]) -> str:
+    return ",".join(map(str, devices))
