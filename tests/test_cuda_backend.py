@@ -161,10 +161,11 @@ def test_fit_spread_over_two_devices_is_identical(graph, model="sir"):
     each round's best and the fitted rates equal one device's, bit for bit."""
     from battus.backends.cuda import CUDABackend, split_candidates
     from battus.fit import fit_rates
+    from battus.kernels.cuda_common import WARP
 
     knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
     problem = _problem(graph, model, 2)
-    settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1, chunk=8)  # 25 SIR candidates: 4 groups
+    settings = FitSettings(grid_points=9, refine_points=3, refine_rounds=1, chunk=16)  # 81 candidates: spread
     one = CUDABackend(**knobs)
     two = CUDABackend(devices=(0, 0), **knobs)
     try:
@@ -172,8 +173,9 @@ def test_fit_spread_over_two_devices_is_identical(graph, model="sir"):
         assert len(two._workers) == 1 and "fit over CUDA devices 0, 0" in two.device
         prep_one, prep_two = one.prepare(problem), two.prepare(problem)
         assert prep_two.worker_key is not None
-        beta_i = np.linspace(0.01, 0.5, 41)  # 3 pairs of 8-lane groups (simulator): 32 + 9 candidates
-        beta_r = np.linspace(0.3, 0.02, 41)
+        count = 4 * WARP + 9  # 3 group pairs, spread 2 + 1
+        beta_i = np.linspace(0.01, 0.5, count)
+        beta_r = np.linspace(0.3, 0.02, count)
         for mode in ("float32", "float64", "narrow64"):
             alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, mode, 8, {})
             spread = two._evaluate_spread(prep_two, problem.prior, beta_i, beta_r, mode, 8, {})
@@ -196,20 +198,20 @@ def test_fit_worker_errors_are_one_line(graph, monkeypatch):
     """A worker that fails reports its error through the pipe; the fitting process raises it."""
     from battus.backends.cuda import CUDABackend
     from battus.backends.cuda_workers import WorkerError
+    from battus.kernels.cuda_common import WARP
 
     two = CUDABackend(devices=(0, 0), item_arcs=4)
     try:
         two.warm_up(fit=True)
         prep = two.prepare(_problem(graph, "sir", 2))
         prep.worker_key = 12345  # a problem the worker never prepared
+        many = np.full(4 * WARP + 1, 0.1)  # more than one group pair: the round is spread
         with pytest.raises(WorkerError, match="CUDA device 0: KeyError"):
-            two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), np.full(20, 0.1), np.full(20, 0.1),
-                                 "float32", 64, {})
+            two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), many, many, "float32", 64, {})
         two._workers[0]._proc.kill()
         two._workers[0]._proc.wait()
         with pytest.raises(WorkerError, match="has stopped"):
-            two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), np.full(20, 0.1), np.full(20, 0.1),
-                                 "float32", 64, {})
+            two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), many, many, "float32", 64, {})
     finally:
         two.close()
 

@@ -19,7 +19,8 @@ from numba import cuda  # noqa: E402
 
 # Small graphs and the degree bins of hubs launch few blocks by design; numba-cuda
 # warns on every such launch, which buries a user's progress messages.
-warnings.filterwarnings("ignore", message="Grid size .* will likely result in GPU under-utilization")
+# (numba-cuda wraps the message in terminal bold codes, hence the leading ".*")
+warnings.filterwarnings("ignore", message=".*Grid size .* will likely result in GPU under-utilization")
 
 
 def simulated() -> bool:
