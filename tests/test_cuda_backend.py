@@ -254,7 +254,7 @@ def test_auto_backend_falls_back_to_the_cpu_when_the_gpu_is_too_small(graph, mon
 
     problem = _problem(graph, "sir", 2)
 
-    def tiny_gpu(name):
+    def tiny_gpu(name, devices=None):
         if name == "cpu":
             return CPUBackend()
         be = CUDABackend(item_arcs=4)

@@ -56,20 +56,12 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
         if devices is not None:
             raise ValueError("devices go with a backend given by name; a Backend object has its own")
         return _reconstruct(problem, options, backend, keep_posteriors, progress, repeats, repeat_seconds)
-    # without devices, the one-argument call library code and tests have always made
-    backend = get_backend(backend) if devices is None else get_backend(backend, devices=devices)
+    backend = get_backend(backend, devices=devices)
     try:
         return _reconstruct(problem, options, backend, keep_posteriors, progress, repeats, repeat_seconds,
                             auto=auto, devices=devices)
     finally:
-        _close(backend)
-
-
-def _close(backend: Backend) -> None:
-    """Stop what a backend made here runs beside this process (the CUDA backend's fitting workers)."""
-    close = getattr(backend, "close", None)
-    if close is not None:
-        close()
+        backend.close()
 
 
 def _reconstruct(problem: Problem, options: Options, backend: Backend, keep_posteriors: bool, progress,
@@ -88,7 +80,7 @@ def _reconstruct(problem: Problem, options: Options, backend: Backend, keep_post
         # (with one thread pool, whatever --devices asked for)
         unused = f"; --devices {','.join(map(str, devices))} unused" if devices and len(devices) > 1 else ""
         say(f"{exc.message}; reconstructing on the CPU instead (--backend auto{unused})")
-        _close(backend)
+        backend.close()
         backend = get_backend("cpu")
         backend.warm_up(causal=options.causal, fit=options.fit)
         prep = backend.prepare(problem)

@@ -95,6 +95,9 @@ class Backend(Protocol):
     def to_host(self, array) -> np.ndarray:
         """A backend array as a host numpy array."""
 
+    def close(self) -> None:
+        """Stop whatever the backend runs beside this process (the CUDA backend's fitting workers)."""
+
 
 def tiny_problem() -> Problem:
     """A 3-vertex SIR problem on a directed cycle, for warm-up."""
