@@ -28,7 +28,7 @@ import itertools
 import time
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -54,7 +54,6 @@ class CUDAPrepared(Prepared):
     gather_indices: Any = None
     # the key under which every fitting worker holds this problem (None: no workers)
     worker_key: int | None = None
-    _release: Any = field(default=None, repr=False)
 
 
 class DevicePressures:
@@ -297,7 +296,7 @@ class CUDABackend:
         prep.worker_key = key
         # the workers drop their copy once this one is gone; the message waits for the next request,
         # since a finalizer may run in the middle of another message
-        prep._release = weakref.finalize(prep, self._freed_keys.append, key)
+        weakref.finalize(prep, self._freed_keys.append, key)  # kept alive by the weakref module
 
     def _flush_freed(self) -> None:
         while self._freed_keys:
