@@ -173,7 +173,7 @@ def test_fit_spread_over_two_devices_is_identical(graph, model="sir"):
         assert len(two._workers) == 1 and "fit over CUDA devices 0, 0" in two.device
         prep_one, prep_two = one.prepare(problem), two.prepare(problem)
         assert prep_two.worker_key is not None
-        count = 4 * WARP + 9  # 3 group pairs, spread 2 + 1
+        count = 4 * WARP + 9  # 5 groups, spread 3 + 2 (the last one part-filled)
         beta_i = np.linspace(0.01, 0.5, count)
         beta_r = np.linspace(0.3, 0.02, count)
         for mode in ("float32", "float64", "narrow64"):
@@ -205,7 +205,7 @@ def test_fit_worker_errors_are_one_line(graph, monkeypatch):
         two.warm_up(fit=True)
         prep = two.prepare(_problem(graph, "sir", 2))
         prep.worker_key = 12345  # a problem the worker never prepared
-        many = np.full(4 * WARP + 1, 0.1)  # more than one group pair: the round is spread
+        many = np.full(4 * WARP + 1, 0.1)  # more than one group: the round is spread
         with pytest.raises(WorkerError, match="CUDA device 0: KeyError"):
             two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), many, many, "float32", 64, {})
         two._workers[0]._proc.kill()

@@ -12,10 +12,11 @@ Device memory (bytes, n vertices, m arcs, T+1 frames, K observed frames):
 observations, ``~12 n + 24 (m / hub_chunk)`` bins, ``28 (n + m / item_arcs)``
 fitting work items, ``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors,
 ``16 n`` hitting times, ``8 n`` state: O(m + T n). Fitting adds
-``G * 32 * n * 16`` (float32 state of G groups per pass, G = ceil(chunk / 32))
-and ``8 * n * 32`` (the float64 re-score group of 8 lanes), plus ``G * 32 * 8``
+``G * 32 * n * 20`` (float32 state and the two term buffers of G groups per
+pass, G = ceil(chunk / 32)) and ``8 * n * 40`` (the float64 re-score group of
+8 lanes), plus ``G * 32 * 8``
 per split work item. Measured peaks (H100, docs/benchmarks.md): 3.85 GiB for
-Battus-Z and 5.60 GiB for fitted Battus SIR on an Orkut-sized graph
+Battus-Z and 6.47 GiB for fitted Battus SIR on an Orkut-sized graph
 (n = 3.07 M, m = 234 M, T = 40). :meth:`CUDABackend.prepare` checks this
 estimate (:meth:`CUDABackend.inference_bytes`) against the device's free memory
 before uploading anything, and each fitting state is checked before it is
@@ -82,7 +83,7 @@ class CUDABackend:
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
                  narrow_lanes: int | None = None, fit_pairs: bool = True,
-                 devices: Sequence[int] | None = None) -> None:
+                 devices: Sequence[int] | None = None, spread_groups: int = 1) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
         if fit_precision not in ("mixed", "float64"):
@@ -99,6 +100,10 @@ class CUDABackend:
         if self.narrow_lanes < 1 or WARP % self.narrow_lanes:
             raise ValueError(f"narrow_lanes must divide {WARP}")
         self.fit_pairs = bool(fit_pairs)
+        # candidate groups per unit when a round is cut into one slice per device (see _evaluate_spread)
+        self.spread_groups = int(spread_groups)
+        if self.spread_groups < 1:
+            raise ValueError(f"spread_groups must be >= 1, got {spread_groups}")
         self.devices = tuple(int(d) for d in devices) if devices else ()
         if any(d < 0 for d in self.devices):
             raise ValueError(f"devices must be CUDA device ordinals >= 0, got {list(self.devices)}")
@@ -231,7 +236,7 @@ class CUDABackend:
     def fit_state_bytes(self, n: int, groups: int, dtype, lanes: int, n_slots: int) -> int:
         """Device bytes of :meth:`_fit_state`."""
         cells = int(n) * int(groups) * int(lanes)
-        return (4 * cells * np.dtype(dtype).itemsize + 8 * max(1, int(n_slots)) * groups * lanes
+        return (5 * cells * np.dtype(dtype).itemsize + 8 * max(1, int(n_slots)) * groups * lanes
                 + 8 * (KF.SCORE_BLOCKS if not self.simulated else 2) * groups * lanes)
 
     def free_device_bytes(self) -> int | None:
@@ -480,12 +485,15 @@ class CUDABackend:
         n = prep.n
         lanes = state["f_s"].shape[2]
         groups = (count + lanes - 1) // lanes
-        f_s, f_a, f_b, f_r = (state[k][:groups] for k in ("f_s", "f_a", "f_b", "f_r"))
+        # leading-axis slices stay C-contiguous; the partials and block sums go whole (the kernels
+        # index them by group): a pass over fewer groups than the state holds then launches the
+        # kernels compiled for a full one instead of compiling them again for strided arrays
+        f_s, f_i, f_r, t_a, t_b = (state[k][:groups] for k in ("f_s", "f_i", "f_r", "t_a", "t_b"))
         it = prep.items
         partial = state["partial"]
         tpb = self.threads
         fill_grid = (blocks(n * lanes, tpb), groups)
-        KF.batch_fill[fill_grid, (tpb, 1)](prior_d, f_s, f_a, f_r)
+        KF.batch_fill[fill_grid, (tpb, 1)](prior_d, beta_gather, c0, count, f_s, f_i, f_r, t_a)
         obs_index = prep.host_obs_index
         observed = np.nonzero(obs_index >= 0)[0]
         last = int(observed[-1]) if observed.size else -1
@@ -501,29 +509,29 @@ class CUDABackend:
         for t in range(last + 1):
             if obs_index[t] >= 0:
                 KF.batch_score_reset[(block_ll.shape[0], groups), score_tpb](
-                    prep.obs_states[obs_index[t]], prep.gather_id, f_s, f_a, f_r, count,
-                    block_ll[:, :groups])
-                KF.batch_accumulate[blocks(count, tpb), tpb](block_ll[:, :groups], ll, c0, count)
+                    prep.obs_states[obs_index[t]], prep.gather_id, f_s, f_i, f_r, t_a, beta_gather, c0, count,
+                    block_ll)
+                KF.batch_accumulate[blocks(count, tpb), tpb](block_ll, ll, c0, count)
             if t == last:
                 break
             g0 = 0
             if pairs:
                 KF.batch_pressure_pair[(item_grid[0], pairs), tpb](
-                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], f_a, f_b, f_s,
-                    f_r, beta_gather, beta_r, c0, count, partial[:, :groups],
+                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i,
+                    f_r, beta_gather, beta_r, c0, count, partial,
                 )
                 g0 = 2 * pairs
             if g0 < groups:
                 KF.batch_pressure[(item_grid[0], groups - g0), tpb](
-                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], f_a, f_b, f_s,
-                    f_r, beta_gather, beta_r, c0, count, partial[:, :groups], g0,
+                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i,
+                    f_r, beta_gather, beta_r, c0, count, partial, g0,
                 )
             if it["n_split"]:
                 KF.batch_finish_split[split_grid, (tpb, 1)](
-                    it["split_vertex"], it["split_ptr"], partial[:, :groups], f_a, f_b, f_s, f_r,
-                    beta_r, c0, count,
+                    it["split_vertex"], it["split_ptr"], partial, t_b, f_s, f_i, f_r,
+                    beta_gather, beta_r, c0, count,
                 )
-            f_a, f_b = f_b, f_a
+            t_a, t_b = t_b, t_a
 
     def _fit_state(self, prep: CUDAPrepared, groups: int, dtype, lanes: int = WARP) -> dict:
         n = prep.n
@@ -531,9 +539,11 @@ class CUDABackend:
                             f"fitting {groups * lanes} candidates at a time on {n:,} vertices")
         state = {
             "f_s": self._alloc((groups, n, lanes), dtype),
-            "f_a": self._alloc((groups, n, lanes), dtype),
-            "f_b": self._alloc((groups, n, lanes), dtype),
+            "f_i": self._alloc((groups, n, lanes), dtype),
             "f_r": self._alloc((groups, n, lanes), dtype),
+            # log1p(-beta fI) of every vertex, read by its neighbours: this step's and the next's
+            "t_a": self._alloc((groups, n, lanes), dtype),
+            "t_b": self._alloc((groups, n, lanes), dtype),
             "partial": self._alloc((max(1, prep.items["n_slots"]), groups, lanes), np.float64),
             "block_ll": self._alloc((KF.SCORE_BLOCKS if not self.simulated else 2, groups, lanes),
                                     np.float64),
@@ -603,15 +613,16 @@ class CUDABackend:
                          chunk: int, scratch: dict) -> np.ndarray:
         """:meth:`evaluate` with the candidates cut into one contiguous slice per device.
 
-        Slices are whole group pairs (whole groups without ``fit_pairs``). A
-        round of one pair (the 49 candidates of a SIR refinement) or less, and
-        the float64 re-score, stay on this device: on 2 H100s a refinement
-        round split into a lone group per device took 2.3 s on each against
-        1.23 s for the pair on one (Orkut-sized), and the re-score split 4 + 4
-        took 0.389 s against 0.385 s. This device takes the first slice while
+        Slices are whole groups of :data:`WARP` candidates (``spread_groups``
+        of them per unit), so a SIR refinement round of 49 candidates goes out
+        as 32 + 17: since a step reads its neighbours' precomputed terms, a lone
+        group costs about half a pair (Orkut-sized float32 step on an H100:
+        12.2 ms against 23.3 ms). A round of one unit or less, and the float64
+        re-score, stay on this device (the re-score split 4 + 4 took 0.389 s
+        against 0.385 s on 2 H100s). This device takes the first slice while
         the workers compute theirs.
         """
-        unit = (2 if self.fit_pairs else 1) * WARP
+        unit = self.spread_groups * WARP
         n_cand = beta_i.shape[0]
         if not (self._spread and prep.worker_key is not None) or mode == "narrow64" or n_cand <= unit:
             return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)

@@ -6,7 +6,11 @@ last dimension of the state arrays (:data:`WARP` for the float32 rounds,
 :data:`NARROW` for the float64 re-score and rounds of at most :data:`POLISH`
 candidates): ``L`` consecutive lanes own one (vertex, arc range) work item of
 one group and each lane one candidate, so a gathered neighbour row is one
-``4 L``- or ``8 L``-byte line and no cross-lane reduction is needed. Every
+``4 L``- or ``8 L``-byte line and no cross-lane reduction is needed. What a
+neighbour row holds is the vertex's term ``log1p(-beta * fI)`` per
+candidate, formed once per vertex and step by whichever kernel last set
+``fI`` (as the CPU twin forms its factors ``1 - beta * fI``), not once per
+arc: the same values, so the sums are unchanged bit for bit. Every
 candidate's arithmetic (its arcs in CSR order, its split partials in slot
 order, its score summed over the same rows and blocks) is independent of
 ``L``, so a candidate's value is bit-identical whatever group width holds it. The search itself (grid, refinement,
@@ -35,41 +39,49 @@ _LOG_FLOOR = 1e-300
 
 
 @cuda.jit(device=True)
-def _log_sum_lane(indices, f_i, g, lane, beta, lo, hi):
-    """As _log_sum for one candidate lane of the (group, vertex, lane) layout.
+def _term(f_i, beta_gather, g, u, lane, c):
+    """log1p(-beta * fI) of vertex u for candidate c, in the state's precision: the value every
+    neighbour of u adds to its log-pressure (the element types make it a float32 log1p for float32
+    state and a float64 one for float64 state, exactly as when it was formed per arc)."""
+    return math.log1p(-beta_gather[c] * f_i[g, u, lane])
+
+
+@cuda.jit(device=True)
+def _log_sum_lane(indices, terms, g, lane, lo, hi):
+    """Sum over arcs lo..hi-1 of the sources' terms for one candidate lane, float64, in CSR order.
 
     Eight 128-byte rows in flight per warp, then a plain remainder loop (a
-    masked 8-wide tail as in _log_sum made the Orkut-sized SIR fit 11% slower
-    on an H100: 27.1 s against 24.3 s).
+    masked 8-wide tail made the Orkut-sized SIR fit 11% slower on an H100:
+    27.1 s against 24.3 s).
     """
     acc = 0.0
     e = lo
     while e + 7 < hi:
-        x0 = f_i[g, indices[e], lane]
-        x1 = f_i[g, indices[e + 1], lane]
-        x2 = f_i[g, indices[e + 2], lane]
-        x3 = f_i[g, indices[e + 3], lane]
-        x4 = f_i[g, indices[e + 4], lane]
-        x5 = f_i[g, indices[e + 5], lane]
-        x6 = f_i[g, indices[e + 6], lane]
-        x7 = f_i[g, indices[e + 7], lane]
-        acc += math.log1p(-beta * x0)
-        acc += math.log1p(-beta * x1)
-        acc += math.log1p(-beta * x2)
-        acc += math.log1p(-beta * x3)
-        acc += math.log1p(-beta * x4)
-        acc += math.log1p(-beta * x5)
-        acc += math.log1p(-beta * x6)
-        acc += math.log1p(-beta * x7)
+        x0 = terms[g, indices[e], lane]
+        x1 = terms[g, indices[e + 1], lane]
+        x2 = terms[g, indices[e + 2], lane]
+        x3 = terms[g, indices[e + 3], lane]
+        x4 = terms[g, indices[e + 4], lane]
+        x5 = terms[g, indices[e + 5], lane]
+        x6 = terms[g, indices[e + 6], lane]
+        x7 = terms[g, indices[e + 7], lane]
+        acc += x0
+        acc += x1
+        acc += x2
+        acc += x3
+        acc += x4
+        acc += x5
+        acc += x6
+        acc += x7
         e += 8
     while e < hi:
-        acc += math.log1p(-beta * f_i[g, indices[e], lane])
+        acc += terms[g, indices[e], lane]
         e += 1
     return acc
 
 
 @cuda.jit(device=True)
-def _log_sum_lane_pair(indices, f_i, g, h, lane, beta0, beta1, lo, hi):
+def _log_sum_lane_pair(indices, terms, g, h, lane, lo, hi):
     """_log_sum_lane for groups g and h at once: one index read serves both candidate rows.
 
     Each sum still adds its arcs in CSR order, so both equal _log_sum_lane's bit for bit.
@@ -82,33 +94,33 @@ def _log_sum_lane_pair(indices, f_i, g, h, lane, beta0, beta1, lo, hi):
         i1 = indices[e + 1]
         i2 = indices[e + 2]
         i3 = indices[e + 3]
-        x0 = f_i[g, i0, lane]
-        y0 = f_i[h, i0, lane]
-        x1 = f_i[g, i1, lane]
-        y1 = f_i[h, i1, lane]
-        x2 = f_i[g, i2, lane]
-        y2 = f_i[h, i2, lane]
-        x3 = f_i[g, i3, lane]
-        y3 = f_i[h, i3, lane]
-        acc0 += math.log1p(-beta0 * x0)
-        acc0 += math.log1p(-beta0 * x1)
-        acc0 += math.log1p(-beta0 * x2)
-        acc0 += math.log1p(-beta0 * x3)
-        acc1 += math.log1p(-beta1 * y0)
-        acc1 += math.log1p(-beta1 * y1)
-        acc1 += math.log1p(-beta1 * y2)
-        acc1 += math.log1p(-beta1 * y3)
+        x0 = terms[g, i0, lane]
+        y0 = terms[h, i0, lane]
+        x1 = terms[g, i1, lane]
+        y1 = terms[h, i1, lane]
+        x2 = terms[g, i2, lane]
+        y2 = terms[h, i2, lane]
+        x3 = terms[g, i3, lane]
+        y3 = terms[h, i3, lane]
+        acc0 += x0
+        acc0 += x1
+        acc0 += x2
+        acc0 += x3
+        acc1 += y0
+        acc1 += y1
+        acc1 += y2
+        acc1 += y3
         e += 4
     while e < hi:
         i0 = indices[e]
-        acc0 += math.log1p(-beta0 * f_i[g, i0, lane])
-        acc1 += math.log1p(-beta1 * f_i[h, i0, lane])
+        acc0 += terms[g, i0, lane]
+        acc1 += terms[h, i0, lane]
         e += 1
     return acc0, acc1
 
 
 @cuda.jit
-def batch_fill(prior, f_s, f_i, f_r):
+def batch_fill(prior, beta_gather, c0, n_cand, f_s, f_i, f_r, terms):
     u, g = cuda.grid(2)
     lanes = f_s.shape[2]
     if u >= f_s.shape[1] * lanes or g >= f_s.shape[0]:
@@ -118,26 +130,38 @@ def batch_fill(prior, f_s, f_i, f_r):
     f_s[g, v, lane] = prior[0]
     f_i[g, v, lane] = prior[1]
     f_r[g, v, lane] = prior[2]
+    c = g * lanes + lane
+    if c < n_cand:
+        terms[g, v, lane] = _term(f_i, beta_gather, g, v, lane, c0 + c)
 
 
 @cuda.jit(device=True)
-def _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, u, lane, log_rho, br):
-    """Eq. 3 for vertex u and one candidate lane, from its float64 log-pressure."""
+def _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c, log_rho, br):
+    """Eq. 3 for vertex u and candidate lane c from its float64 log-pressure; u's next term.
+
+    Only u's own thread reads and writes u's marginals, so they advance in place; neighbours read
+    the terms, which are double-buffered.
+    """
     fs = np.float64(f_s[g, u, lane])
-    k = np.float64(f_i_cur[g, u, lane]) + fs * -math.expm1(log_rho)
+    k = np.float64(f_i[g, u, lane]) + fs * -math.expm1(log_rho)
     f_s[g, u, lane] = fs * math.exp(log_rho)
-    f_i_next[g, u, lane] = k * (1.0 - br)
+    f_i[g, u, lane] = k * (1.0 - br)
     f_r[g, u, lane] = np.float64(f_r[g, u, lane]) + k * br
+    terms_next[g, u, lane] = _term(f_i, beta_gather, g, u, lane, c)
 
 
 @cuda.jit
-def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, f_i_cur, f_i_next,
-                    f_s, f_r, beta_gather, beta_r, c0, n_cand, partial, g0):
+def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, terms_cur, terms_next,
+                    f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial, g0):
     """``L`` consecutive threads = work item (vertex, arc range) of one group; lane = candidate.
 
-    Whole-vertex items update that vertex's marginals at once (fI double
-    buffered: neighbours still read the current frame); split items leave a
-    float64 partial for :func:`batch_finish_split`. Groups from ``g0`` on.
+    Neighbours' terms ``log1p(-beta * fI)`` are formed once per vertex and
+    step (by the step that advanced it, :func:`batch_fill` or
+    :func:`batch_score_reset`) rather than once per arc: the same values,
+    added in the same order, so every sum is unchanged bit for bit, and a
+    float32 Orkut-sized step of one group took 12.2 ms instead of 17.9 on an
+    H100. Whole-vertex items advance that vertex at once; split items leave
+    a float64 partial for :func:`batch_finish_split`. Groups from ``g0`` on.
     """
     g = g0 + cuda.blockIdx.y
     tid = cuda.threadIdx.x
@@ -149,18 +173,18 @@ def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, f_i_cu
     c = g * lanes + lane
     if c >= n_cand:
         return
-    beta = beta_gather[c0 + c]
-    acc = _log_sum_lane(indices, f_i_cur, g, lane, beta, item_start[item], item_end[item])
+    acc = _log_sum_lane(indices, terms_cur, g, lane, item_start[item], item_end[item])
     slot = item_slot[item]
     if slot >= 0:
         partial[slot, g, lane] = acc
         return
-    _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, item_vertex[item], lane, acc, beta_r[c0 + c])
+    _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, item_vertex[item], lane, c0 + c, acc,
+                       beta_r[c0 + c])
 
 
 @kernel(max_registers=64)  # 72 uncapped; 64 made a 2-group Orkut-sized step 33.6 -> 30.3 ms (H100)
-def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, f_i_cur, f_i_next,
-                         f_s, f_r, beta_gather, beta_r, c0, n_cand, partial):
+def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, terms_cur, terms_next,
+                         f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial):
     """batch_pressure for the group pair (2 y, 2 y + 1), y = blockIdx.y: the pair's first group is
     full; lanes of the second past ``n_cand`` (state never advanced) re-read the first group's row
     and write nothing."""
@@ -174,9 +198,7 @@ def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, f
     c = g * lanes + lane
     d = c + lanes
     valid = d < n_cand
-    beta0 = beta_gather[c0 + c]
-    beta1 = beta_gather[c0 + d] if valid else beta0
-    acc0, acc1 = _log_sum_lane_pair(indices, f_i_cur, g, g + 1 if valid else g, lane, beta0, beta1,
+    acc0, acc1 = _log_sum_lane_pair(indices, terms_cur, g, g + 1 if valid else g, lane,
                                     item_start[item], item_end[item])
     slot = item_slot[item]
     if slot >= 0:
@@ -185,13 +207,14 @@ def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, f
             partial[slot, g + 1, lane] = acc1
         return
     u = item_vertex[item]
-    _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, u, lane, acc0, beta_r[c0 + c])
+    _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c0 + c, acc0, beta_r[c0 + c])
     if valid:
-        _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g + 1, u, lane, acc1, beta_r[c0 + d])
+        _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g + 1, u, lane, c0 + d, acc1,
+                           beta_r[c0 + d])
 
 
 @cuda.jit
-def batch_finish_split(split_vertex, split_ptr, partial, f_i_cur, f_i_next, f_s, f_r, beta_r,
+def batch_finish_split(split_vertex, split_ptr, partial, terms_next, f_s, f_i, f_r, beta_gather, beta_r,
                         c0, n_cand):
     x, g = cuda.grid(2)
     lanes = f_s.shape[2]
@@ -203,12 +226,14 @@ def batch_finish_split(split_vertex, split_ptr, partial, f_i_cur, f_i_next, f_s,
     acc = 0.0
     for slot in range(split_ptr[h], split_ptr[h + 1]):
         acc += partial[slot, g, lane]
-    _advance_candidate(f_s, f_i_cur, f_i_next, f_r, g, split_vertex[h], lane, acc, beta_r[c0 + c])
+    _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, split_vertex[h], lane, c0 + c, acc,
+                       beta_r[c0 + c])
 
 
 @cuda.jit
-def batch_score_reset(obs_row, gather_id, f_s, f_i, f_r, n_cand, block_ll):
-    """log f^{y}_u summed over vertices per candidate, then reset to the observation.
+def batch_score_reset(obs_row, gather_id, f_s, f_i, f_r, terms, beta_gather, c0, n_cand, block_ll):
+    """log f^{y}_u summed over vertices per candidate, then reset to the observation (and the
+    vertex's term to the reset marginal's).
 
     Block = L lanes x (blockDim / L) rows with a fixed number of blocks and a
     fixed shared-memory tree, so the float64 sums are identical run to run
@@ -240,6 +265,7 @@ def batch_score_reset(obs_row, gather_id, f_s, f_i, f_r, n_cand, block_ll):
             f_s[g, w, lane] = 1.0 if s == 0 else 0.0
             f_i[g, w, lane] = 1.0 if s == 1 else 0.0
             f_r[g, w, lane] = 1.0 if s == 2 else 0.0
+            terms[g, w, lane] = _term(f_i, beta_gather, g, w, lane, c0 + c)
             u += stride
     sm[tid] = acc
     cuda.syncthreads()
