@@ -156,7 +156,14 @@ def test_kill_mid_run_then_resume(tmp_path, sig):
     slow = work / "results/ba-sir/battus/default/prediction.h5"
     log = work / "results/logs/reconstruct/ba-sir/battus/default.log"
     cmd = [SNAKEMAKE, "-s", str(SNAKEFILE), "-d", str(work), "--cores", "2", "--configfile", str(cfg), "--nocolor"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # A test run started in the background of a non-interactive shell (nohup ... & in a script)
+    # inherits SIGINT ignored, and an ignored signal stays ignored across exec: Snakemake and its
+    # jobs would never see the Ctrl-C. Start Snakemake with the disposition a terminal gives it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         _wait_for(lambda: log.is_file() and "fitting rates" in log.read_text(), 150, "the slow fit to start")
         time.sleep(0.5)
