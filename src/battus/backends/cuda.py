@@ -83,7 +83,7 @@ class CUDABackend:
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
                  narrow_lanes: int | None = None, fit_pairs: bool = True,
-                 devices: Sequence[int] | None = None, spread_groups: int = 1) -> None:
+                 devices: Sequence[int] | None = None) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
         if fit_precision not in ("mixed", "float64"):
@@ -100,10 +100,6 @@ class CUDABackend:
         if self.narrow_lanes < 1 or WARP % self.narrow_lanes:
             raise ValueError(f"narrow_lanes must divide {WARP}")
         self.fit_pairs = bool(fit_pairs)
-        # candidate groups per unit when a round is cut into one slice per device (see _evaluate_spread)
-        self.spread_groups = int(spread_groups)
-        if self.spread_groups < 1:
-            raise ValueError(f"spread_groups must be >= 1, got {spread_groups}")
         self.devices = tuple(int(d) for d in devices) if devices else ()
         if any(d < 0 for d in self.devices):
             raise ValueError(f"devices must be CUDA device ordinals >= 0, got {list(self.devices)}")
@@ -613,20 +609,19 @@ class CUDABackend:
                          chunk: int, scratch: dict) -> np.ndarray:
         """:meth:`evaluate` with the candidates cut into one contiguous slice per device.
 
-        Slices are whole groups of :data:`WARP` candidates (``spread_groups``
-        of them per unit), so a SIR refinement round of 49 candidates goes out
-        as 32 + 17: since a step reads its neighbours' precomputed terms, a lone
-        group costs about half a pair (Orkut-sized float32 step on an H100:
-        12.2 ms against 23.3 ms). A round of one unit or less, and the float64
+        Slices are whole groups of :data:`WARP` candidates, so a SIR
+        refinement round of 49 candidates goes out as 32 + 17: since a step
+        reads its neighbours' precomputed terms, a lone group costs about half
+        a pair (Orkut-sized float32 step on an H100: 12.2 ms against 23.3 ms).
+        A round of one group or less, and the float64
         re-score, stay on this device (the re-score split 4 + 4 took 0.389 s
         against 0.385 s on 2 H100s). This device takes the first slice while
         the workers compute theirs.
         """
-        unit = self.spread_groups * WARP
         n_cand = beta_i.shape[0]
-        if not (self._spread and prep.worker_key is not None) or mode == "narrow64" or n_cand <= unit:
+        if not (self._spread and prep.worker_key is not None) or mode == "narrow64" or n_cand <= WARP:
             return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
-        bounds = split_candidates(n_cand, unit, 1 + len(self._workers))
+        bounds = split_candidates(n_cand, WARP, 1 + len(self._workers))
         self._flush_freed()
         prior = np.asarray(prior, dtype=np.float64)
         asked = []
