@@ -143,6 +143,8 @@ def test_loglik_batch_independent_of_group_width(graph, precision):
     for lanes in sorted({1, fit_cuda.NARROW, WARP // 2}):
         paired = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=lanes)
         assert paired.tobytes() == wide.tobytes(), ("pairs", lanes)
+    with pytest.raises(ValueError, match="lanes must divide"):
+        be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=3)
 
 
 def test_float64_fit_precision(graph):
@@ -214,6 +216,80 @@ def test_fit_worker_errors_are_one_line(graph, monkeypatch):
             two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), many, many, "float32", 64, {})
     finally:
         two.close()
+
+
+def test_every_worker_prepares_at_once(graph):
+    """With three devices both workers are sent the problem at once (a thread each) and hold it: a
+    round spread over the three equals one device's, bit for bit. A worker that has stopped fails
+    the prepare in one line, and the other worker's answer is still read, so its pipe stays in step."""
+    from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda_workers import WorkerError
+    from battus.kernels.cuda_common import WARP
+
+    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    problem = _problem(graph, "sir", 2)
+    one = CUDABackend(**knobs)
+    three = CUDABackend(devices=(0, 0, 0), **knobs)
+    try:
+        three.warm_up(fit=True)
+        assert len(three._workers) == 2
+        prep = three.prepare(problem)
+        assert prep.worker_key == 0
+        count = 2 * WARP + 5  # 3 groups: one a device
+        beta_i = np.linspace(0.01, 0.5, count)
+        beta_r = np.linspace(0.3, 0.02, count)
+        alone = one.evaluate(one.prepare(problem), problem.prior, beta_i, beta_r, "float32", 8, {})
+        spread = three._evaluate_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {})
+        assert spread.tobytes() == alone.tobytes()
+        three._workers[1]._proc.kill()
+        three._workers[1]._proc.wait()
+        with pytest.raises(WorkerError, match="the worker on CUDA device 0 has stopped") as err:
+            three.prepare(problem)
+        assert "\n" not in str(err.value)
+        assert three._freed_keys == [1]  # the worker that prepared it drops it with the next request
+        three._workers[0].request({"op": "warm_up"})
+        assert three._workers[0].reply() == {"arrays": {}}  # the answer to this request, not the prepare's
+    finally:
+        three.close()
+
+
+def test_prepare_sends_to_every_worker_concurrently(graph):
+    """Stand-in workers whose transfers each wait until all are in flight: sent one after another, the
+    first would wait for ever (here 30 s). On failures the first in device order is raised, and every
+    worker whose transfer went through is answered for."""
+    import threading
+
+    from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda_workers import WorkerError
+
+    in_flight = threading.Barrier(3, timeout=30)
+
+    class Worker:
+        def __init__(self, device, fail=None):
+            self.device, self.fail, self.answered = device, fail, 0
+
+        def request(self, header, arrays=None):
+            if header["op"] == "prepare":
+                in_flight.wait()
+            if self.fail == "transfer":
+                raise WorkerError(f"the worker on CUDA device {self.device} has stopped (exit status -9)")
+
+        def reply(self):
+            self.answered += 1
+            if self.fail == "reply":
+                raise WorkerError(f"CUDA device {self.device}: KeyError: 7")
+            return {"arrays": {}}
+
+    problem = _problem(graph, "sir", 2)
+    be = CUDABackend(item_arcs=4)
+    be._workers, be._spread = [Worker(1), Worker(2), Worker(3)], True
+    prep = be.prepare(problem)
+    assert prep.worker_key == 0 and [w.answered for w in be._workers] == [1, 1, 1]
+    be._workers = [Worker(1), Worker(2, "reply"), Worker(3, "transfer")]
+    with pytest.raises(WorkerError, match="^CUDA device 2: KeyError: 7$"):
+        be.prepare(problem)
+    assert [w.answered for w in be._workers] == [1, 1, 0]
+    assert be._freed_keys == [1]  # dropped by the workers that did prepare it, with the next request
 
 
 def test_device_memory_accounting(graph, backend):

@@ -286,14 +286,36 @@ class CUDABackend:
         return prep
 
     def _prepare_on_workers(self, prep: CUDAPrepared, problem: Problem) -> None:
+        """Every worker prepares its own copy of ``problem``, all at the same time.
+
+        A transfer blocks until its worker has read the whole problem, so each
+        worker is sent it from a thread of its own (the pipes are independent
+        and each is written by that one thread), and the answers are read once
+        the transfers are done. Every worker whose transfer went through is
+        answered for, so the pipes stay in step whatever failed; the first
+        failure in device order is raised, and the workers that did prepare
+        drop their copy with the next request.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
         from .cuda_workers import problem_message
 
         key = next(self._problem_keys)
         header, arrays = problem_message(problem)
         self._flush_freed()
-        for worker in self._workers:
-            worker.request(dict(header, op="prepare", key=key), arrays)
-            worker.reply()
+        request = dict(header, op="prepare", key=key)
+        with ThreadPoolExecutor(max_workers=len(self._workers), thread_name_prefix="battus-prepare") as pool:
+            sent = [pool.submit(worker.request, request, arrays) for worker in self._workers]
+        failure = None
+        for worker, transfer in zip(self._workers, sent, strict=True):
+            try:
+                transfer.result()  # the transfer's own error (a stopped worker), if any: then no answer comes
+                worker.reply()
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            self._freed_keys.append(key)
+            raise failure
         prep.worker_key = key
         # the workers drop their copy once this one is gone; the message waits for the next request,
         # since a finalizer may run in the middle of another message
@@ -556,17 +578,17 @@ class CUDABackend:
     def loglik_batch(self, prep: CUDAPrepared, prior, beta_i: np.ndarray,
                      beta_r: np.ndarray, lanes: int = WARP) -> np.ndarray:
         """Unnormalised Eq. 4 for a batch of candidates (float32 state, float64 sums), ``lanes``
-        candidates per group (the values do not depend on it)."""
-        beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
-        beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
-        n_cand = beta_i.shape[0]
+        candidates per group (the values do not depend on it), all in one pass.
+
+        The state is float64 when ``fit_precision`` is ``"float64"``; it is sized and the
+        passes launched by :meth:`_evaluate_groups`, as for :meth:`evaluate`, in a fresh scratch.
+        """
+        lanes = int(lanes)
+        if lanes < 1 or WARP % lanes:
+            raise ValueError(f"lanes must divide {WARP}, got {lanes}")
         dtype = np.float64 if self.fit_precision == "float64" else np.float32
-        groups = (n_cand + lanes - 1) // lanes
-        state = self._fit_state(prep, groups, dtype, lanes)
-        ll = cuda.to_device(np.zeros(n_cand))
-        self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r),
-                            cuda.to_device(beta_i.astype(dtype)), n_cand, groups * lanes, ll, state)
-        return ll.copy_to_host()
+        n_cand = np.shape(beta_i)[0]
+        return self._evaluate_groups(prep, prior, beta_i, beta_r, dtype, lanes, -(-n_cand // lanes) * lanes, {})
 
     def _scratch_state(self, prep: CUDAPrepared, scratch: dict, groups: int, dtype,
                        lanes: int = WARP) -> dict:
@@ -585,22 +607,32 @@ class CUDABackend:
         candidates, at most ``chunk`` (rounded up to whole groups) per pass; or
         ``narrow64``, float64 state in groups of ``narrow_lanes``, all at once.
         """
+        n_cand = np.shape(beta_i)[0]
+        if mode == "narrow64":
+            dtype, lanes = np.float64, self.narrow_lanes
+            chunk = -(-n_cand // lanes) * lanes
+        elif mode in ("float32", "float64"):
+            dtype, lanes = np.dtype(mode), WARP
+            chunk = max(WARP, -(-chunk // WARP) * WARP)
+            chunk = min(chunk, -(-n_cand // WARP) * WARP)
+        else:
+            raise ValueError(f"unknown evaluation mode {mode!r}")
+        return self._evaluate_groups(prep, prior, beta_i, beta_r, dtype, lanes, chunk, scratch)
+
+    def _evaluate_groups(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, dtype,
+                         lanes: int, chunk: int, scratch: dict) -> np.ndarray:
+        """Unnormalised Eq. 4 of each candidate, on the host: ``dtype`` state in groups of ``lanes``
+        candidates, ``chunk`` (whole groups) per pass, the state kept in ``scratch``.
+
+        The one place that sizes fitting state and launches its passes
+        (:meth:`evaluate` and :meth:`loglik_batch` both come here).
+        """
         beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
         beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
         n_cand = beta_i.shape[0]
         ll = cuda.to_device(np.zeros(n_cand))
-        if mode == "narrow64":
-            narrow = self.narrow_lanes
-            chunk = -(-n_cand // narrow) * narrow
-            state = self._scratch_state(prep, scratch, chunk // narrow, np.float64, narrow)
-            gather = cuda.to_device(beta_i)
-        elif mode in ("float32", "float64"):
-            chunk = max(WARP, -(-chunk // WARP) * WARP)
-            chunk = min(chunk, -(-n_cand // WARP) * WARP)
-            state = self._scratch_state(prep, scratch, chunk // WARP, np.dtype(mode))
-            gather = cuda.to_device(beta_i.astype(mode))
-        else:
-            raise ValueError(f"unknown evaluation mode {mode!r}")
+        state = self._scratch_state(prep, scratch, chunk // lanes, dtype, lanes)
+        gather = cuda.to_device(beta_i.astype(dtype))
         self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
                             ll, state)
         return ll.copy_to_host()
