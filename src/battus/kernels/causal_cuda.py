@@ -74,7 +74,8 @@ C_ACTIVE = 8  # 2 slots: violators with an option still uncovered after the roun
 C_SELF = 10  # 2 slots: self moves of the round
 C_BEFORE = 12  # 3 slots: input events, violations, forced
 C_AFTER = 15  # 2 slots: output events, violations left
-C_SIZE = 17
+C_MOVED = 17  # vertices whose hitting times the repair changed (0 when repairing in place)
+C_SIZE = 18
 # stats (int64), as the CPU's: violators seen, self moves, rounds, violations left
 S_SEEN, S_SELF, S_ROUNDS, S_LEFT = 0, 1, 2, 3
 
@@ -84,13 +85,6 @@ def _observation_window(obs_times, obs_states, T, onset_floor, recovery_ceiling)
     v = cuda.grid(1)
     if v < onset_floor.shape[0]:
         onset_floor[v], recovery_ceiling[v] = observation_window_rule(obs_times, obs_states, T, v)
-
-
-@cuda.jit
-def _count_moved(t_inf, t_rec, orig_inf, orig_rec, counters):
-    u = cuda.grid(1)
-    if u < t_inf.shape[0] and (t_inf[u] != orig_inf[u] or t_rec[u] != orig_rec[u]):
-        cuda.atomic.add(counters, 0, 1)
 
 
 # ----------------------------------------------------------------------------
@@ -297,7 +291,8 @@ def _arc(pos, viol_ptr, nv, viol, indptr, indices):
 
 
 @cuda.jit
-def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec, T, unanimous_rounds, light_arcs,
+def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, orig_inf, orig_rec, t_inf, t_rec, T,
+            unanimous_rounds, light_arcs,
             census_only, window, hits, state, best, n_adm, heavy, heavy_arcs, heavy_ptr, block_sums, bucket, bucket_ptr,
             bucket_fill, arrived, viol, viol_b, viol_arcs, viol_ptr, viol_cand, cand_ptr, cand_fill, cand_owner, cand_v,
             self_key, covered, hit, choice_kind, choice_id, best_key, best_id, count, cost, cost_frame, key, proposed,
@@ -307,9 +302,18 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
     tid = cuda.grid(1)
     size = cuda.gridsize(1)
     n = t_inf.shape[0]
+    # the kernel sets up its own state (each host-side copy or upload cost ~0.2-0.5 ms on an H100)
     for u in range(tid, n, size):
+        t_inf[u] = orig_inf[u]  # the same arrays when repairing in place
+        t_rec[u] = orig_rec[u]
         window[u] = _pack(onset_floor[u], recovery_ceiling[u])
-        hits[u] = _pack(t_inf[u], t_rec[u])
+        hits[u] = _pack(orig_inf[u], orig_rec[u])
+    for k in range(tid, ctl.shape[0], size):
+        ctl[k] = 0
+    for k in range(tid, stats.shape[0], size):
+        stats[k] = 0
+    for k in range(tid, bucket_fill.shape[0], size):
+        bucket_fill[k] = 0
     grid.sync()
 
     # -- census of the input: flags, counts, onset buckets of the violators
@@ -518,6 +522,8 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, t_inf, t_rec,
             cuda.atomic.add(ctl, C_AFTER, 1)
             if left_frame[u] == t_inf[u]:
                 cuda.atomic.add(ctl, C_AFTER + 1, 1)
+        if t_inf[u] != orig_inf[u] or t_rec[u] != orig_rec[u]:
+            cuda.atomic.add(ctl, C_MOVED, 1)
     grid.sync()
     if tid == 0:
         stats[S_LEFT] = ctl[C_AFTER + 1]
@@ -527,14 +533,32 @@ def _grid(count: int) -> int:
     return max(1, (count + THREADS - 1) // THREADS)
 
 
+_SPECIALIZED: dict = {}  # argument kinds -> (specialized kernel, resident blocks)
+
+
+def _arg_kind(a):
+    """What Numba's typing sees of a launch argument (dtype, rank, layout of an array; a scalar's type)."""
+    if hasattr(a, "__cuda_array_interface__") or isinstance(a, np.ndarray):
+        return a.dtype.str, a.ndim, bool(a.flags["C_CONTIGUOUS"]), bool(a.flags["F_CONTIGUOUS"])
+    return type(a)
+
+
 def _launch(args: tuple) -> None:
-    """One cooperative launch of :func:`_repair`: as many blocks as can be resident at once."""
+    """One cooperative launch of :func:`_repair`: as many blocks as can be resident at once.
+
+    The specialized kernel and its resident block count are kept per argument kinds: specializing
+    types all 50 arguments again, ~0.5-1 ms per call on an H100 host."""
     if simulated():
         _repair[1, THREADS](*args)
         return
-    kernel = _repair.specialize(*args)
-    resident = next(iter(kernel.overloads.values())).max_cooperative_grid_blocks(THREADS)
-    kernel[max(1, resident), THREADS](*args)
+    key = (cuda.get_current_device().id, tuple(_arg_kind(a) for a in args))
+    found = _SPECIALIZED.get(key)
+    if found is None:
+        kernel = _repair.specialize(*args)
+        resident = next(iter(kernel.overloads.values())).max_cooperative_grid_blocks(THREADS)
+        found = _SPECIALIZED[key] = (kernel, max(1, resident))
+    kernel, resident = found
+    kernel[resident, THREADS](*args)
 
 
 class _Workspace:
@@ -547,12 +571,23 @@ class _Workspace:
             offsets.append(total)
             total += -(-count * np.dtype(dtype).itemsize // 16) * 16  # 16-byte aligned
         self.buffer = cuda.device_array(max(16, total), dtype=np.uint8)
-        self.arrays = [self.buffer[o:o + count * np.dtype(d).itemsize].view(d)
-                       for o, (count, d) in zip(offsets, layout, strict=True)]
+        self.arrays = [self._view(o, count, np.dtype(d)) for o, (count, d) in zip(offsets, layout, strict=True)]
+
+    def _view(self, offset: int, count: int, dtype: np.dtype):
+        if simulated():  # the simulator's arrays are numpy arrays underneath
+            return self.buffer[offset:offset + count * dtype.itemsize].view(dtype)
+        # built directly on a child pointer: slicing and re-viewing a device array twice per piece
+        # cost ~1.5 ms for the ~40 pieces (H100 host, Web-Stanford-sized graph)
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        data = self.buffer.gpu_data.view(offset, offset + count * dtype.itemsize)
+        return DeviceNDArray(shape=(count,), strides=(dtype.itemsize,), dtype=dtype, gpu_data=data)
 
 
-def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, census_only: bool,
+def _run(indptr, indices, gamma, floor, ceiling, orig_inf, orig_rec, t_inf, t_rec, T: int, census_only: bool,
          light_arcs: int) -> tuple[np.ndarray, np.ndarray]:
+    """One launch of the repair: the hitting times ``orig_*`` (read only) repaired into ``t_*`` (the same
+    arrays to repair in place); returns the control counters and the stats on the host."""
     n = t_inf.shape[0]
     if T > MAX_T:
         raise ValueError(f"causal decoding on the GPU needs T <= {MAX_T}, got T = {T}")
@@ -575,12 +610,12 @@ def _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int, census_on
         (n, i32), (n, f64), (n, i64), (n, f64),  # count, cost, cost_frame, key
         (n, i32), (n, i32), (n, i32),  # proposed, rejected, round_list
         (n, i64),  # left_frame
+        (C_SIZE, i64), (4, i64), (T + 2, i64),  # ctl, stats, bucket_fill (zeroed by the kernel)
     ])
-    ctl = cuda.to_device(np.zeros(C_SIZE, dtype=np.int64))
-    stats = cuda.to_device(np.zeros(4, dtype=np.int64))
-    bucket_fill = cuda.to_device(np.zeros(T + 2, dtype=np.int64))
-    args = (indptr, indices, gamma, floor, ceiling, t_inf, t_rec, int(T), int(KC.UNANIMOUS_ROUNDS), int(light_arcs),
-            bool(census_only), *space.arrays[:11], bucket_fill, *space.arrays[11:], ctl, stats)
+    *scratch, ctl, stats, bucket_fill = space.arrays
+    args = (indptr, indices, gamma, floor, ceiling, orig_inf, orig_rec, t_inf, t_rec, int(T),
+            int(KC.UNANIMOUS_ROUNDS), int(light_arcs), bool(census_only), *scratch[:11], bucket_fill, *scratch[11:],
+            ctl, stats)
     _launch(args)
     return ctl.copy_to_host(), stats.copy_to_host()
 
@@ -597,8 +632,14 @@ def census_device(indptr, indices, t_inf, t_rec, floor, ceiling, T: int,
                   light_arcs: int = LIGHT_ARCS) -> tuple[int, int, int]:
     """(events, violations, forced) of device hitting times, as :func:`causal_cpu.violation_census`."""
     gamma = cuda.device_array((1, 1, 1), dtype=np.float32)  # not read by the census
-    ctl, _ = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T, True, light_arcs)
+    ctl, _ = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, t_inf, t_rec, T, True, light_arcs)
     return int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2])
+
+
+def _census_counts(ctl, stats) -> tuple[tuple, tuple]:
+    before = (int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2]))
+    after = (int(ctl[C_AFTER]), int(stats[S_LEFT]), int(stats[S_LEFT]))  # every violation left is forced
+    return before, after
 
 
 def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int,
@@ -606,25 +647,22 @@ def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T
     """Frame rounds on device arrays, in place on ``t_inf``/``t_rec``; returns the stats vector of the CPU
     (violators seen, self moves, rounds, violations left), and with ``census`` also the input's and the
     output's (events, violations, forced)."""
-    ctl, stats = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T, False, light_arcs)
+    ctl, stats = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, t_inf, t_rec, T, False, light_arcs)
     if not census:
         return stats
-    before = (int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2]))
-    after = (int(ctl[C_AFTER]), int(stats[S_LEFT]), int(stats[S_LEFT]))  # every violation left is forced
-    return stats, before, after
+    return (stats, *_census_counts(ctl, stats))
 
 
 def causal_repair_device(prep, gamma, t_inf, t_rec, T: int) -> tuple:
-    """CUDA path of :func:`battus.decode.causal_decode`: (t_inf, t_rec, counts), hitting times on the device."""
+    """CUDA path of :func:`battus.decode.causal_decode`: (t_inf, t_rec, counts), hitting times on the device.
+
+    The decoded times are kept (to count the vertices moved) and the repaired ones returned in new arrays,
+    which the kernel fills from the decoded ones."""
     n = prep.n
     floor, ceiling = observation_window_device(prep.obs_times, prep.obs_states, n, T)
-    orig_inf, orig_rec = t_inf, t_rec
-    t_inf = cuda.device_array(n, dtype=np.int64)
-    t_rec = cuda.device_array(n, dtype=np.int64)
-    t_inf.copy_to_device(orig_inf)
-    t_rec.copy_to_device(orig_rec)
-    stats, before, after = causal_repair_arrays(prep.indptr, prep.indices, gamma, floor, ceiling, t_inf, t_rec, T,
-                                                census=True)
-    moved = cuda.to_device(np.zeros(1, dtype=np.int64))
-    _count_moved[_grid(n), THREADS](t_inf, t_rec, orig_inf, orig_rec, moved)
-    return t_inf, t_rec, KC.summary(before, after, stats, int(moved.copy_to_host()[0]))
+    out_inf = cuda.device_array(n, dtype=np.int64)
+    out_rec = cuda.device_array(n, dtype=np.int64)
+    ctl, stats = _run(prep.indptr, prep.indices, gamma, floor, ceiling, t_inf, t_rec, out_inf, out_rec, T, False,
+                      LIGHT_ARCS)
+    before, after = _census_counts(ctl, stats)
+    return out_inf, out_rec, KC.summary(before, after, stats, int(ctl[C_MOVED]))

@@ -1,0 +1,258 @@
+"""Probe (issue 13): where the GPU causal decoder (Battus-C) spends its time, phase by phase.
+
+The repair is one cooperative kernel (``causal_cuda._repair``) with grid-wide
+barriers between its steps. This probe compiles a copy of it in which thread
+0 reads ``%globaltimer`` after every barrier of the kernel body and adds the
+time since the previous one to that barrier's slot (so a slot holds the time
+of the step that *ends* at that barrier, including any ``_screen`` or
+``_grid_scan`` called in it), then runs it through the package's own
+``causal_repair_device`` on the Battus-Z posteriors of a preset. The copy's
+hitting times must equal the committed kernel's. Also times the host side
+(workspace allocation, copies) against the kernel alone.
+
+    PYTHONPATH=src python3 benchmarks/probe_causal.py --presets web-google livejournal
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import statistics
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from battus.kernels import causal_cuda as KCC  # noqa: E402
+from battus.kernels.cuda_common import cuda, simulated  # noqa: E402
+
+LAST = 0  # trace[0]: time of the previous mark; slots 1.. per barrier, counts after them
+
+
+def _globaltimer():
+    from llvmlite import ir
+    from numba.core import types
+    from numba.core.extending import intrinsic
+
+    @intrinsic
+    def globaltimer(typingctx):
+        sig = types.int64()
+
+        def codegen(context, builder, sig, args):
+            asm = ir.InlineAsm(ir.FunctionType(ir.IntType(64), []), "mov.u64 $0, %globaltimer;", "=l",
+                               side_effect=True)
+            return builder.call(asm, [])
+
+        return sig, codegen
+
+    return globaltimer
+
+
+if simulated():
+    import time as _time
+
+    @cuda.jit(device=True)
+    def _now():
+        return np.int64(_time.perf_counter_ns())
+else:
+    _gt = _globaltimer()
+
+    @cuda.jit(device=True)
+    def _now():
+        return _gt()
+
+
+@cuda.jit(device=True)
+def _mark(trace, tid, slot, n_slots):
+    if tid == 0:
+        now = _now()
+        trace[slot] += now - trace[LAST]
+        trace[n_slots + slot] += 1
+        trace[LAST] = now
+
+
+def instrumented_repair():
+    """(kernel, {slot: source line}) : _repair with a mark after each of its own barriers."""
+    src = textwrap.dedent(inspect.getsource(KCC._repair.py_func))
+    lines = src.splitlines()
+    out, slots = [], {}
+    first_line = KCC._repair.py_func.__code__.co_firstlineno
+    for k, line in enumerate(lines):
+        if line.startswith("@cuda.jit"):
+            continue
+        if line.startswith("def _repair("):
+            line = line.replace("def _repair(", "def _repair_traced(trace, n_slots, ")
+        out.append(line)
+        if line.strip() == "tid = cuda.grid(1)":
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}if tid == 0:")
+            out.append(f"{indent}    trace[0] = _now()")
+        if line.strip() == "grid.sync()":
+            slot = len(slots) + 1
+            slots[slot] = first_line + k  # lines[0], the decorator, is first_line
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}_mark(trace, tid, {slot}, n_slots)")
+    namespace = dict(vars(KCC))
+    namespace.update(_mark=_mark, _now=_now)
+    exec(compile("\n".join(out), "<_repair_traced>", "exec"), namespace)  # noqa: S102
+    return cuda.jit(namespace["_repair_traced"]), slots
+
+
+def pieces(prep, gamma, t_inf0, t_rec0, T: int, repeat: int) -> dict:
+    """Host-timed pieces of ``causal_repair_device`` (synchronising between them), median of ``repeat``."""
+    from battus.kernels import causal_cpu as KC
+
+    out: dict = {}
+
+    def tick(name, t0):
+        cuda.synchronize()
+        t1 = time.perf_counter()
+        out.setdefault(name, []).append(1e3 * (t1 - t0))
+        return t1
+
+    n = prep.n
+    for _ in range(repeat):
+        ti, tr = cuda.to_device(t_inf0), cuda.to_device(t_rec0)
+        cuda.synchronize()
+        t = time.perf_counter()
+        floor, ceiling = KCC.observation_window_device(prep.obs_times, prep.obs_states, n, T)
+        t = tick("observation window", t)
+        t_inf = cuda.device_array(n, dtype=np.int64)
+        t_rec = cuda.device_array(n, dtype=np.int64)
+        t = tick("two output arrays", t)
+        i8, u8, i32, i64, f64 = np.int8, np.uint8, np.int32, np.int64, np.float64
+        m = prep.indices.shape[0]
+        layout = [(n, i32), (n, i32), (n, i8), (n, i64), (n, i64), (n, i32), (n, i64), (n + 1, i64),
+                  (1 << 17, i64), (n, i32), (T + 2, i64), (2 * n, i32), (n, i32), (n, i64), (n, i64),
+                  (n + 1, i64), (n, i64), (n + 1, i64), (n, i64), (m, i32), (m, i32), (n, f64), (n, u8),
+                  (n, u8), (n, i8), (n, i32), (n, f64), (n, i32), (n, i32), (n, f64), (n, i64), (n, f64),
+                  (n, i32), (n, i32), (n, i32), (n, i64), (KCC.C_SIZE, i64), (4, i64), (T + 2, i64)]
+        space = KCC._Workspace(layout)
+        t = tick("workspace (one allocation, views)", t)
+        *scratch, ctl, stats, bucket_fill = space.arrays
+        args = (prep.indptr, prep.indices, gamma, floor, ceiling, ti, tr, t_inf, t_rec, int(T),
+                int(KC.UNANIMOUS_ROUNDS), int(KCC.LIGHT_ARCS), False, *scratch[:11], bucket_fill, *scratch[11:],
+                ctl, stats)
+        s, e = cuda.event(), cuda.event()
+        s.record()
+        KCC._launch(args)
+        e.record()
+        t_launch = time.perf_counter()
+        out.setdefault("launch call (host, cached kernel)", []).append(1e3 * (t_launch - t))
+        t = tick("kernel (host wait)", t)
+        out.setdefault("kernel (events)", []).append(-1.0 if simulated() else s.elapsed_time(e))
+        ctl.copy_to_host()
+        stats.copy_to_host()
+        t = tick("two small downloads", t)
+        del space, scratch, ctl, stats, bucket_fill, t_inf, t_rec, floor, ceiling
+        t = tick("free (deferred)", t)
+        if not simulated():
+            cuda.current_context().deallocations.clear()
+        tick("free (flushed)", t)
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
+def main(argv=None) -> int:
+    from gpu_scale import make_graph
+
+    from battus.backends import get_backend
+    from battus.infer import method_options, reconstruct
+    from battus.problem import Problem, observe, schedule_times
+    from battus.simulate import simulate
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--presets", nargs="+", default=["web-google", "livejournal"])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    kernel, slots = instrumented_repair()
+    n_slots = len(slots) + 1
+    src_lines = Path(KCC.__file__).read_text().splitlines()
+    backend = get_backend("cuda")
+    for preset in args.presets:
+        graph, _, _ = make_graph(preset, args.seed)
+        truth = simulate(graph, "sir", 40, 100, 0.1, 0.1, seed=args.seed + 1, backend="cuda")
+        problem = Problem(graph, "sir", 40, 100, observe(truth, schedule_times(40)), truth, preset)
+        opts = method_options("battus-z")
+        reconstruct(problem, opts, backend=backend)
+        prep = backend.prepare(problem)
+        rho = backend.pressures(prep, problem.prior, opts.beta_i, opts.beta_r, opts.reset)
+        gamma = backend.posteriors(prep, rho, problem.prior, opts.beta_r, opts.backward)
+        t_inf0, t_rec0 = backend.hitting_times(prep, gamma, opts.decoder, opts.tau, True, opts.projection)
+        t_inf0, t_rec0 = backend.to_host(t_inf0), backend.to_host(t_rec0)
+        T = problem.T
+
+        def run_committed():
+            return KCC.causal_repair_device(prep, gamma, cuda.to_device(t_inf0), cuda.to_device(t_rec0), T)  # noqa: B023
+
+        ref = run_committed()
+        ref_inf, ref_rec = ref[0].copy_to_host(), ref[1].copy_to_host()
+        whole, kern_only = [], []
+        for _ in range(args.repeat):
+            ti, tr = cuda.to_device(t_inf0), cuda.to_device(t_rec0)
+            cuda.synchronize()
+            t0 = time.perf_counter()
+            KCC.causal_repair_device(prep, gamma, ti, tr, T)
+            cuda.synchronize()
+            whole.append(time.perf_counter() - t0)
+        # the kernel alone: time _launch through the committed path
+        committed_launch = KCC._launch
+
+        def timed_launch(launch_args):
+            cuda.synchronize()
+            s, e = cuda.event(), cuda.event()
+            s.record()
+            committed_launch(launch_args)  # noqa: B023
+            e.record()
+            e.synchronize()
+            kern_only.append(s.elapsed_time(e) / 1e3)  # noqa: B023
+
+        KCC._launch = timed_launch
+        try:
+            for _ in range(args.repeat):
+                KCC.causal_repair_device(prep, gamma, cuda.to_device(t_inf0), cuda.to_device(t_rec0), T)
+        finally:
+            KCC._launch = committed_launch
+        # traced copy
+        traces = []
+
+        def traced_launch(launch_args):
+            trace = cuda.to_device(np.zeros(2 * n_slots, dtype=np.int64))
+            full = (trace, n_slots) + tuple(launch_args)
+            if simulated():
+                kernel[1, KCC.THREADS](*full)
+            else:
+                spec = kernel.specialize(*full)
+                resident = next(iter(spec.overloads.values())).max_cooperative_grid_blocks(KCC.THREADS)
+                spec[max(1, resident), KCC.THREADS](*full)
+            traces.append(trace.copy_to_host())  # noqa: B023
+
+        KCC._launch = traced_launch
+        try:
+            for _ in range(args.repeat):
+                out = KCC.causal_repair_device(prep, gamma, cuda.to_device(t_inf0), cuda.to_device(t_rec0), T)
+        finally:
+            KCC._launch = committed_launch
+        for name, ms in pieces(prep, gamma, t_inf0, t_rec0, T, args.repeat).items():
+            print(f"   piece {name:36s} {ms:8.3f} ms")
+        same = (np.array_equal(out[0].copy_to_host(), ref_inf) and np.array_equal(out[1].copy_to_host(), ref_rec))
+        tr = np.median(np.stack(traces), axis=0)
+        total = tr[1:n_slots].sum()
+        print(f"{preset}: n={graph.n:,} arcs={graph.m:,}  causal_repair_device {1e3 * statistics.median(whole):.2f} ms"
+              f"  kernel {1e3 * statistics.median(kern_only):.2f} ms  traced kernel phases {total / 1e6:.2f} ms"
+              f"  identical {same}  stats {ref[2]}", flush=True)
+        for slot, line in slots.items():
+            ns, hits = tr[slot], tr[n_slots + slot]
+            if ns > 0.01 * total:
+                ctx = src_lines[line - 2].strip()[:70]
+                print(f"   line {line:4d}  {ns / 1e6:8.3f} ms  {100 * ns / total:5.1f}%  barriers {int(hits):6d}"
+                      f"   before: {ctx}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
