@@ -91,6 +91,12 @@ def instrumented_repair():
             indent = line[: len(line) - len(line.lstrip())]
             out.append(f"{indent}if tid == 0:")
             out.append(f"{indent}    trace[0] = _now()")
+        stripped = line.strip()
+        indent = line[: len(line) - len(line.lstrip())]
+        for k_extra, name in enumerate(("n_cand", "n_round", "arcs")):
+            if stripped.startswith(f"{name} = "):  # sizes: summed over frames / rounds in 3 extra slots
+                out.append(f"{indent}if tid == 0:")
+                out.append(f"{indent}    trace[2 * n_slots + {k_extra}] += {name}")
         if line.strip() == "grid.sync()":
             slot = len(slots) + 1
             slots[slot] = first_line + k  # lines[0], the decorator, is first_line
@@ -221,7 +227,7 @@ def main(argv=None) -> int:
         traces = []
 
         def traced_launch(launch_args):
-            trace = cuda.to_device(np.zeros(2 * n_slots, dtype=np.int64))
+            trace = cuda.to_device(np.zeros(2 * n_slots + 3, dtype=np.int64))
             full = (trace, n_slots) + tuple(launch_args)
             if simulated():
                 kernel[1, KCC.THREADS](*full)
@@ -245,6 +251,8 @@ def main(argv=None) -> int:
         print(f"{preset}: n={graph.n:,} arcs={graph.m:,}  causal_repair_device {1e3 * statistics.median(whole):.2f} ms"
               f"  kernel {1e3 * statistics.median(kern_only):.2f} ms  traced kernel phases {total / 1e6:.2f} ms"
               f"  identical {same}  stats {ref[2]}", flush=True)
+        print(f"   summed sizes: candidates {int(tr[2 * n_slots]):,} (over frames), supporters listed "
+              f"{int(tr[2 * n_slots + 2 - 1]):,} (over rounds), violator arcs {int(tr[2 * n_slots + 2]):,}")
         for slot, line in slots.items():
             ns, hits = tr[slot], tr[n_slots + slot]
             if ns > 0.01 * total:
