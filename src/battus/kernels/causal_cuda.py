@@ -162,6 +162,9 @@ def _append_index(ctl, slot, want):
     ballot = cuda.ballot_sync(mask, want)
     if ballot == 0:
         return -1
+    # Numba types the vote as int32, so lane 31 makes it negative; the bit arithmetic still holds: ballot - 1
+    # only changes bits up to the lowest set one (the XOR keeps just those), and the lane mask below is
+    # zero-extended, so its AND drops the sign extension
     leader = cuda.popc(ballot ^ (ballot - 1)) - 1  # the lowest appending lane
     base = 0
     if cuda.laneid == leader:
