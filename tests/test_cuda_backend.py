@@ -158,15 +158,19 @@ def test_float64_fit_precision(graph):
     np.testing.assert_array_equal(gpu.states, cpu.states)
 
 
-def test_fit_spread_over_two_devices_is_identical(graph, model="sir"):
-    """Fitting rounds spread over a worker process (here on the same device): every candidate's value,
+@pytest.mark.parametrize("n_snapshots, spread_by", [(1, "candidates"), (2, "frames")])
+def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by, model="sir"):
+    """Fitting rounds spread over a worker process (here on the same device), by candidates (one
+    snapshot: nothing to cut) or by frames (two: the pass halves at T/2): every candidate's value,
     each round's best and the fitted rates equal one device's, bit for bit."""
-    from battus.backends.cuda import CUDABackend, split_candidates
+    from battus.backends.cuda import CUDABackend, segment_pieces, split_candidates
     from battus.fit import fit_rates
     from battus.kernels.cuda_common import WARP
 
     knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
-    problem = _problem(graph, model, 2)
+    problem = _problem(graph, model, n_snapshots)
+    pieces = segment_pieces(problem.observations.index(problem.T), 2)
+    assert len(pieces) == (2 if spread_by == "frames" else 1)
     settings = FitSettings(grid_points=9, refine_points=3, refine_rounds=1, chunk=16)  # 81 candidates: spread
     one = CUDABackend(**knobs)
     two = CUDABackend(devices=(0, 0), **knobs)
@@ -196,6 +200,25 @@ def test_fit_spread_over_two_devices_is_identical(graph, model="sir"):
     assert split_candidates(5, 8, 2) == [(0, 5), (5, 5)]
 
 
+def test_segment_pieces_cut_the_pass_at_observed_frames():
+    from battus.backends.cuda import segment_pieces
+
+    def index(times, horizon):
+        obs = -np.ones(horizon + 1, dtype=np.int64)
+        obs[list(times)] = np.arange(len(times))
+        return obs
+
+    assert segment_pieces(index([20, 40], 40), 2) == [(0, 20), (20, 40)]  # the benchmark schedule
+    assert segment_pieces(index([0, 20, 40], 40), 2) == [(0, 20), (20, 40)]
+    assert segment_pieces(index([20, 40], 40), 1) == [(0, 40)]
+    assert segment_pieces(index([40], 40), 2) == [(0, 40)]  # DITTO's final frame only: nothing to cut
+    assert segment_pieces(index([5, 40], 40), 2) == [(0, 40)]  # 35 of 40 steps in one piece: not worth it
+    assert segment_pieces(index([1, 2, 4, 6], 6), 3) == [(0, 2), (2, 4), (4, 6)]
+    assert segment_pieces(index([1, 2, 4, 6], 6), 2) == [(0, 6)]  # best cut leaves 4 of 6 steps
+    assert segment_pieces(index([3, 6], 6), 3) == [(0, 3), (3, 6)]  # fewer pieces than devices
+    assert segment_pieces(index([10, 20, 30, 40], 40), 4) == [(0, 10), (10, 20), (20, 30), (30, 40)]
+
+
 def test_fit_worker_errors_are_one_line(graph, monkeypatch):
     """A worker that fails reports its error through the pipe; the fitting process raises it."""
     from battus.backends.cuda import CUDABackend
@@ -220,14 +243,15 @@ def test_fit_worker_errors_are_one_line(graph, monkeypatch):
 
 def test_every_worker_prepares_at_once(graph):
     """With three devices both workers are sent the problem at once (a thread each) and hold it: a
-    round spread over the three equals one device's, bit for bit. A worker that has stopped fails
-    the prepare in one line, and the other worker's answer is still read, so its pipe stays in step."""
+    round spread over the three (by frames: snapshots at 1, 2, 4, 6 cut the pass into three pieces of
+    two steps) equals one device's, bit for bit. A worker that has stopped fails the prepare in one
+    line, and the other worker's answer is still read, so its pipe stays in step."""
     from battus.backends.cuda import CUDABackend
     from battus.backends.cuda_workers import WorkerError
     from battus.kernels.cuda_common import WARP
 
     knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
-    problem = _problem(graph, "sir", 2)
+    problem = _problem(graph, "sir", 4)
     one = CUDABackend(**knobs)
     three = CUDABackend(devices=(0, 0, 0), **knobs)
     try:
@@ -235,7 +259,7 @@ def test_every_worker_prepares_at_once(graph):
         assert len(three._workers) == 2
         prep = three.prepare(problem)
         assert prep.worker_key == 0
-        count = 2 * WARP + 5  # 3 groups: one a device
+        count = 2 * WARP + 5
         beta_i = np.linspace(0.01, 0.5, count)
         beta_r = np.linspace(0.3, 0.02, count)
         alone = one.evaluate(one.prepare(problem), problem.prior, beta_i, beta_r, "float32", 8, {})

@@ -424,8 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto = CUDA when a GPU is present (default: auto)")
     p.add_argument("--devices", type=_devices, default=None, metavar="I,J,...",
                    help="CUDA devices of --backend cuda (or auto on a GPU), comma-separated ordinals such as "
-                        "0,1: the fit (--fit) spreads its candidates over all of them with the same result as one "
-                        "GPU; everything else runs on the first (default: the current GPU)")
+                        "0,1: the fit (--fit) spreads each round over all of them (by frames between snapshots, else "
+                        "by candidates) with the same result as one GPU; everything else runs on the first "
+                        "(default: the current GPU)")
     p.add_argument("--posteriors", action="store_true", help="also store the posterior marginals (float32)")
     p.add_argument("--repeats", type=_integer(1, 100), default=1,
                    help="time the algorithm up to this many times after warm-up and record the median "

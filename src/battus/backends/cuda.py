@@ -495,10 +495,15 @@ class CUDABackend:
     # -- batched likelihood (fitting)
 
     def _loglik_pass(self, prep: CUDAPrepared, prior_d, beta_gather, beta_r, c0: int, count: int, ll,
-                     state: dict) -> None:
+                     state: dict, frames: tuple[int, int] | None = None) -> None:
         """Add Eq. 4's unnormalised sum for candidates c0..c0+count-1 into ``ll``.
 
         The group width ``L`` (candidates per work item) is the state's last dimension.
+        ``frames = (start, stop)`` runs one piece of the pass (:func:`segment_pieces`):
+        from the prior when ``start`` is 0, else from the observation at
+        ``start`` (reset to it, not scored: the piece before scores it), to the
+        observed frame ``stop``. ``ll`` is then 2-D, one row per frame the
+        piece scores, so the caller can add the rows in frame order.
         """
         n = prep.n
         lanes = state["f_s"].shape[2]
@@ -514,7 +519,7 @@ class CUDABackend:
         KF.batch_fill[fill_grid, (tpb, 1)](prior_d, beta_gather, c0, count, f_s, f_i, f_r, t_a)
         obs_index = prep.host_obs_index
         observed = np.nonzero(obs_index >= 0)[0]
-        last = int(observed[-1]) if observed.size else -1
+        start, stop = frames if frames is not None else (0, int(observed[-1]) if observed.size else -1)
         item_grid = (blocks(it["n_items"], tpb // lanes), groups)
         split_grid = (blocks(it["n_split"] * lanes, tpb), groups)
         block_ll = state["block_ll"]
@@ -524,13 +529,17 @@ class CUDABackend:
         pairs = groups // 2 if self.fit_pairs else 0
         # rows per score block as at L = WARP, so every candidate's sum has the same order
         score_tpb = (tpb // WARP) * lanes
-        for t in range(last + 1):
+        scored = 0
+        for t in range(start, stop + 1):
             if obs_index[t] >= 0:
                 KF.batch_score_reset[(block_ll.shape[0], groups), score_tpb](
                     prep.obs_states[obs_index[t]], prep.gather_id, f_s, f_i, f_r, t_a, beta_gather, c0, count,
                     block_ll)
-                KF.batch_accumulate[blocks(count, tpb), tpb](block_ll, ll, c0, count)
-            if t == last:
+                if t > start or start == 0:  # a later piece starts from its first frame's observation
+                    row = ll if ll.ndim == 1 else ll[scored]
+                    KF.batch_accumulate[blocks(count, tpb), tpb](block_ll, row, c0, count)
+                    scored += 1
+            if t == stop:
                 break
             g0 = 0
             if pairs:
@@ -569,11 +578,11 @@ class CUDABackend:
         return state
 
     def _loglik_device(self, prep, prior, beta_i_d, beta_r_d, gather_d, n_cand: int, chunk: int, ll_d,
-                       state) -> None:
+                       state, frames: tuple[int, int] | None = None) -> None:
         prior_d = cuda.to_device(np.asarray(prior, dtype=np.float64))
         for c0 in range(0, n_cand, chunk):
             count = min(chunk, n_cand - c0)
-            self._loglik_pass(prep, prior_d, gather_d, beta_r_d, c0, count, ll_d, state)
+            self._loglik_pass(prep, prior_d, gather_d, beta_r_d, c0, count, ll_d, state, frames)
 
     def loglik_batch(self, prep: CUDAPrepared, prior, beta_i: np.ndarray,
                      beta_r: np.ndarray, lanes: int = WARP) -> np.ndarray:
@@ -600,12 +609,14 @@ class CUDABackend:
         return state
 
     def evaluate(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str, chunk: int,
-                 scratch: dict) -> np.ndarray:
+                 scratch: dict, frames: tuple[int, int] | None = None) -> np.ndarray:
         """Unnormalised Eq. 4 of each candidate on this device, on the host.
 
         ``mode``: ``float32`` or ``float64`` state in groups of :data:`WARP`
         candidates, at most ``chunk`` (rounded up to whole groups) per pass; or
         ``narrow64``, float64 state in groups of ``narrow_lanes``, all at once.
+        ``frames``: one piece of the pass (:meth:`_loglik_pass`); a piece that
+        does not start at frame 0 gives one row per frame it scores.
         """
         n_cand = np.shape(beta_i)[0]
         if mode == "narrow64":
@@ -617,10 +628,11 @@ class CUDABackend:
             chunk = min(chunk, -(-n_cand // WARP) * WARP)
         else:
             raise ValueError(f"unknown evaluation mode {mode!r}")
-        return self._evaluate_groups(prep, prior, beta_i, beta_r, dtype, lanes, chunk, scratch)
+        return self._evaluate_groups(prep, prior, beta_i, beta_r, dtype, lanes, chunk, scratch, frames)
 
     def _evaluate_groups(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, dtype,
-                         lanes: int, chunk: int, scratch: dict) -> np.ndarray:
+                         lanes: int, chunk: int, scratch: dict,
+                         frames: tuple[int, int] | None = None) -> np.ndarray:
         """Unnormalised Eq. 4 of each candidate, on the host: ``dtype`` state in groups of ``lanes``
         candidates, ``chunk`` (whole groups) per pass, the state kept in ``scratch``.
 
@@ -630,49 +642,85 @@ class CUDABackend:
         beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
         beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
         n_cand = beta_i.shape[0]
-        ll = cuda.to_device(np.zeros(n_cand))
+        if frames is None or frames[0] == 0:
+            ll = cuda.to_device(np.zeros(n_cand))
+        else:  # one row per observed frame in (start, stop]
+            start, stop = frames
+            ll = cuda.to_device(np.zeros((int(np.count_nonzero(prep.host_obs_index[start + 1:stop + 1] >= 0)),
+                                          n_cand)))
         state = self._scratch_state(prep, scratch, chunk // lanes, dtype, lanes)
         gather = cuda.to_device(beta_i.astype(dtype))
         self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
-                            ll, state)
+                            ll, state, frames)
         return ll.copy_to_host()
 
     def _evaluate_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str,
                          chunk: int, scratch: dict) -> np.ndarray:
-        """:meth:`evaluate` with the candidates cut into one contiguous slice per device.
+        """:meth:`evaluate` spread over this device and the workers, by frames or by candidates.
 
-        Slices are whole groups of :data:`WARP` candidates, so a SIR
-        refinement round of 49 candidates goes out as 32 + 17: since a step
-        reads its neighbours' precomputed terms, a lone group costs about half
-        a pair (Orkut-sized float32 step on an H100: 12.2 ms against 23.3 ms).
-        A round of one group or less, and the float64
-        re-score, stay on this device (the re-score split 4 + 4 took 0.389 s
-        against 0.385 s on 2 H100s). This device takes the first slice while
-        the workers compute theirs.
+        Every observation is a full snapshot and the fitting pass restarts
+        from it (:func:`battus.kernels.fit_cuda.batch_score_reset`), so the
+        pass falls into independent pieces between observed frames. Where the
+        observations cut it into balanced pieces (:func:`segment_pieces`; the
+        benchmark schedule {T/2, T} halves it), each device runs every
+        candidate over one piece: this device the first, from the prior, each
+        worker a later one, from its first frame's observation, answering one
+        row per frame it scores. The rows are added on the host in frame order,
+        as the one-device pass adds them on the device, so every value is the
+        same bit for bit. Unlike a split by candidates this also halves the
+        float64 re-score and rounds of one group (SI's), which a split by
+        candidates cannot shorten.
+
+        Otherwise the candidates are cut into one contiguous slice of whole
+        groups of :data:`WARP` per device (a SIR refinement round of 49 goes
+        out as 32 + 17: a lone group costs about half a pair, Orkut-sized
+        float32 step on an H100 12.2 ms against 23.3 ms); a round of one group
+        or less, and the float64 re-score, then stay on this device (the
+        re-score split 4 + 4 took 0.389 s against 0.385 s on 2 H100s).
         """
         n_cand = beta_i.shape[0]
-        if not (self._spread and prep.worker_key is not None) or mode == "narrow64" or n_cand <= WARP:
+        if not (self._spread and prep.worker_key is not None):
             return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
-        bounds = split_candidates(n_cand, WARP, 1 + len(self._workers))
+        pieces = segment_pieces(prep.host_obs_index, 1 + len(self._workers))
+        if len(pieces) > 1:
+            bounds = [(0, n_cand)] * len(pieces)
+            frames = pieces
+        elif mode == "narrow64" or n_cand <= WARP:
+            return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
+        else:
+            bounds = split_candidates(n_cand, WARP, 1 + len(self._workers))
+            frames = [None] * len(bounds)
         self._flush_freed()
         prior = np.asarray(prior, dtype=np.float64)
         asked = []
-        for worker, (lo, hi) in zip(self._workers, bounds[1:], strict=True):
+        for worker, (lo, hi), piece in zip(self._workers, bounds[1:], frames[1:], strict=False):
             if hi > lo:
-                worker.request({"op": "evaluate", "key": prep.worker_key, "mode": mode, "chunk": int(chunk)},
-                               {"prior": prior, "beta_i": beta_i[lo:hi], "beta_r": beta_r[lo:hi]})
-                asked.append((worker, hi - lo))
+                header = {"op": "evaluate", "key": prep.worker_key, "mode": mode, "chunk": int(chunk)}
+                if piece is not None:
+                    header["frames"] = [int(piece[0]), int(piece[1])]
+                worker.request(header, {"prior": prior, "beta_i": beta_i[lo:hi], "beta_r": beta_r[lo:hi]})
+                asked.append((worker, hi - lo, piece))
         parts = []
         try:
             lo, hi = bounds[0]
-            parts.append(self.evaluate(prep, prior, beta_i[lo:hi], beta_r[lo:hi], mode, chunk, scratch))
+            parts.append(self.evaluate(prep, prior, beta_i[lo:hi], beta_r[lo:hi], mode, chunk, scratch,
+                                       frames[0]))
         finally:  # every answer is read, so that the pipes stay in step even when this device failed
-            for worker, count in asked:
+            for worker, count, piece in asked:
                 values = worker.reply()["arrays"].get("values")
-                if values is None or values.dtype != np.float64 or values.shape != (count,):
+                rows = None if piece is None else int(np.count_nonzero(
+                    prep.host_obs_index[piece[0] + 1:piece[1] + 1] >= 0))
+                shape = (count,) if piece is None else (rows, count)
+                if values is None or values.dtype != np.float64 or values.shape != shape:
                     raise RuntimeError(f"CUDA device {worker.device} answered {count} candidates wrongly")
                 parts.append(values)
-        return np.concatenate(parts)
+        if frames[0] is None:
+            return np.concatenate(parts)
+        total = parts[0]
+        for rows in parts[1:]:
+            for row in rows:  # frame order, as ll[c] += on the device
+                total = total + row
+        return total
 
     def best_candidate(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, norm: float,
                        chunk: int, scratch: dict) -> tuple[int, float]:
@@ -717,6 +765,42 @@ class CUDABackend:
     def simulate(self, graph: Graph, states: np.ndarray, beta_i: float, beta_r: float, seed: int,
                  same_step_recovery: bool) -> np.ndarray:
         return simulate_cuda.simulate(graph.indptr, graph.indices, states, beta_i, beta_r, seed, same_step_recovery)
+
+
+def segment_pieces(obs_index: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """The fitting pass (frames 0 to the last observed one) cut at observed frames into at most
+    ``parts`` pieces ``(start, stop)`` whose longest is as short as possible.
+
+    Returns ``[(0, last)]`` (one piece: no spread by frames) unless cutting
+    makes the longest piece at most 60% of the pass, since a split by
+    candidates of a round of several groups balances about as well.
+    """
+    observed = [int(t) for t in np.nonzero(np.asarray(obs_index) >= 0)[0]]
+    last = observed[-1] if observed else 0
+    cuts = [t for t in observed if 0 < t < last]
+    if parts < 2 or not cuts:
+        return [(0, last)]
+    points = [0, *cuts, last]
+    # longest[k][j]: the shortest possible longest piece covering points[0..j] with k pieces
+    inf = float("inf")
+    longest = [[inf] * len(points) for _ in range(parts + 1)]
+    choice = [[0] * len(points) for _ in range(parts + 1)]
+    longest[0][0] = 0
+    for k in range(1, parts + 1):
+        for j in range(1, len(points)):
+            for i in range(j):
+                value = max(longest[k - 1][i], points[j] - points[i])
+                if value < longest[k][j]:
+                    longest[k][j], choice[k][j] = value, i
+    k = min(range(1, parts + 1), key=lambda k: (longest[k][-1], k))
+    if longest[k][-1] > 0.6 * last:
+        return [(0, last)]
+    pieces, j = [], len(points) - 1
+    while k:
+        i = choice[k][j]
+        pieces.append((points[i], points[j]))
+        j, k = i, k - 1
+    return pieces[::-1]
 
 
 def split_candidates(n_cand: int, lanes: int, parts: int) -> list[tuple[int, int]]:

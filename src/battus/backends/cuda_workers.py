@@ -205,8 +205,10 @@ def serve(device: int, inbox: BinaryIO, outbox: BinaryIO) -> None:
                 send(outbox, {})
             elif op == "evaluate":
                 prep, scratch = problems[header["key"]]
+                frames = header.get("frames")
                 values = backend.evaluate(prep, arrays["prior"], arrays["beta_i"], arrays["beta_r"],
-                                          header["mode"], int(header["chunk"]), scratch)
+                                          header["mode"], int(header["chunk"]), scratch,
+                                          None if frames is None else (int(frames[0]), int(frames[1])))
                 send(outbox, {}, {"values": values})
             elif op == "free":  # unanswered: sent from wherever the driver's next request is
                 problems.pop(header["key"], None)
