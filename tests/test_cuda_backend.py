@@ -200,6 +200,49 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
     assert split_candidates(5, 8, 2) == [(0, 5), (5, 5)]
 
 
+@pytest.mark.parametrize("times", [[T // 2, T], list(range(1, T + 1))])
+def test_folded_rescore_is_identical(graph, times):
+    """Float64 passes of at most one narrow group folded (the pass's equal pieces side by side in the
+    lanes): every candidate's value equals the unfolded pass's bit for bit, and so do the fitted rates."""
+    from battus.backends.cuda import CUDABackend, fold_pieces
+    from battus.fit import fit_rates
+
+    truth = simulate(graph, "sir", T, 3, 0.35, 0.25, seed=11)
+    problem = Problem(graph, "sir", T, 3, observe(truth, np.asarray(times)), truth).validate()
+    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    folded, plain = CUDABackend(**knobs), CUDABackend(fold=False, **knobs)
+    assert fold_pieces(problem.observations.index(T), folded.narrow_lanes) == [(0, T // 2), (T // 2, T)]
+    prep_f, prep_p = folded.prepare(problem), plain.prepare(problem)
+    for count in range(1, folded.narrow_lanes + 1):
+        beta_i = np.linspace(0.05, 0.6, count)
+        beta_r = np.linspace(0.4, 0.1, count)
+        got = folded.evaluate(prep_f, problem.prior, beta_i, beta_r, "narrow64", 8, {})
+        want = plain.evaluate(prep_p, problem.prior, beta_i, beta_r, "narrow64", 8, {})
+        assert got.tobytes() == want.tobytes(), count
+    settings = FitSettings(grid_points=4, refine_points=3, refine_rounds=1)
+    assert fit_rates(folded, prep_f, problem, settings) == fit_rates(plain, prep_p, problem, settings)
+
+
+def test_fold_pieces_need_equal_pieces_from_observed_frames():
+    from battus.backends.cuda import fold_pieces
+    from battus.kernels.cuda_common import WARP
+
+    def index(times, horizon):
+        obs = -np.ones(horizon + 1, dtype=np.int64)
+        obs[list(times)] = np.arange(len(times))
+        return obs
+
+    narrow = WARP // 4  # 8 lanes on a GPU, 2 under the simulator
+    assert fold_pieces(index([20, 40], 40), narrow) == [(0, 20), (20, 40)]  # the benchmark schedule
+    assert fold_pieces(index([10, 20, 30, 40], 40), narrow) == [(0, 20), (20, 40)]
+    assert fold_pieces(index([20, 40], 40), WARP) == []  # no room in a warp for two copies
+    assert fold_pieces(index([40], 40), narrow) == []  # one snapshot: nothing to fold
+    assert fold_pieces(index([0, 20, 40], 40), narrow) == []  # frame 0 observed: the first half is not from the prior
+    assert fold_pieces(index([15, 20, 40], 40), narrow) == []  # halves that see different frames
+    assert fold_pieces(index([10, 30], 30), narrow) == []  # the middle frame (15) unobserved
+    assert fold_pieces(index([20, 41], 41), narrow) == []  # an odd number of steps
+
+
 def test_segment_pieces_cut_the_pass_at_observed_frames():
     from battus.backends.cuda import segment_pieces
 

@@ -14,9 +14,10 @@ fitting work items, ``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors,
 ``16 n`` hitting times, ``8 n`` state: O(m + T n). Fitting adds
 ``G * 32 * n * 20`` (float32 state and the two term buffers of G groups per
 pass, G = ceil(chunk / 32)) and ``8 * n * 40`` (the float64 re-score group of
-8 lanes), plus ``G * 32 * 8``
-per split work item. Measured peaks (H100, docs/benchmarks.md): 3.85 GiB for
-Battus-Z and 6.47 GiB for fitted Battus SIR on an Orkut-sized graph
+8 lanes; ``8 * n * 80`` when its pass is folded into 16 lanes,
+:func:`fold_pieces`), plus ``G * 32 * 8`` per split work item. Measured peaks
+(H100, docs/benchmarks.md): 3.85 GiB for Battus-Z and 7.44 GiB for fitted
+Battus SIR on an Orkut-sized graph
 (n = 3.07 M, m = 234 M, T = 40). :meth:`CUDABackend.prepare` checks this
 estimate (:meth:`CUDABackend.inference_bytes`) against the device's free memory
 before uploading anything, and each fitting state is checked before it is
@@ -55,6 +56,8 @@ class CUDAPrepared(Prepared):
     gather_indices: Any = None
     # the key under which every fitting worker holds this problem (None: no workers)
     worker_key: int | None = None
+    # obs_rows[k] = [k]: snapshot k for every lane of a fitting pass (batch_score_reset)
+    obs_rows: Any = None
 
 
 class DevicePressures:
@@ -82,7 +85,7 @@ class CUDABackend:
     def __init__(self, kernel: str = "binned", fit_precision: str = "mixed",
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
-                 narrow_lanes: int | None = None, fit_pairs: bool = True,
+                 narrow_lanes: int | None = None, fit_pairs: bool = True, fold: bool = True,
                  devices: Sequence[int] | None = None) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
@@ -100,6 +103,7 @@ class CUDABackend:
         if self.narrow_lanes < 1 or WARP % self.narrow_lanes:
             raise ValueError(f"narrow_lanes must divide {WARP}")
         self.fit_pairs = bool(fit_pairs)
+        self.fold = bool(fold)  # float64 passes of <= narrow_lanes candidates folded (_evaluate_folded)
         self.devices = tuple(int(d) for d in devices) if devices else ()
         if any(d < 0 for d in self.devices):
             raise ValueError(f"devices must be CUDA device ordinals >= 0, got {list(self.devices)}")
@@ -107,7 +111,7 @@ class CUDABackend:
         self._settings = {"kernel": kernel, "fit_precision": fit_precision, "warp_min_degree": warp_min_degree,
                           "hub_min_degree": hub_min_degree, "hub_chunk": hub_chunk, "item_arcs": item_arcs,
                           "threads": threads, "reorder": reorder, "narrow_lanes": narrow_lanes,
-                          "fit_pairs": fit_pairs}
+                          "fit_pairs": fit_pairs, "fold": fold}
         self._workers: list = []  # one DeviceWorker per device after the first, started with the fit
         self._spread = False  # whether problems and fitting rounds go to the workers too
         self._problem_keys = itertools.count()
@@ -276,6 +280,7 @@ class CUDABackend:
             bins={},
             items={},
         )
+        prep.obs_rows = self._upload(np.arange(obs.times.shape[0], dtype=np.int64).reshape(-1, 1))
         gather_id = self._gather_order(indices, problem.n)
         prep.gather_id = self._upload(gather_id)
         prep.gather_indices = self._upload(gather_id[indices])
@@ -494,16 +499,31 @@ class CUDABackend:
 
     # -- batched likelihood (fitting)
 
+    def _piece_events(self, prep: CUDAPrepared, frames: tuple[int, int] | None) -> tuple[int, dict]:
+        """(steps, events) of a pass, or of one piece ``frames = (start, stop)`` of it
+        (:func:`segment_pieces`): from the prior when ``start`` is 0, else from the
+        observation at ``start`` (reset to it, not scored: the piece before scores it),
+        to the observed frame ``stop``. ``events`` maps a frame (counted from ``start``)
+        to the snapshot every lane resets to there and whether it is scored.
+        """
+        obs_index = prep.host_obs_index
+        observed = np.nonzero(obs_index >= 0)[0]
+        start, stop = frames if frames is not None else (0, int(observed[-1]) if observed.size else -1)
+        events = {t - start: (prep.obs_rows[obs_index[t]], t > start or start == 0)
+                  for t in range(start, stop + 1) if obs_index[t] >= 0}
+        return stop - start, events
+
     def _loglik_pass(self, prep: CUDAPrepared, prior_d, beta_gather, beta_r, c0: int, count: int, ll,
-                     state: dict, frames: tuple[int, int] | None = None) -> None:
+                     state: dict, steps: int, events: dict, piece_lanes: int) -> None:
         """Add Eq. 4's unnormalised sum for candidates c0..c0+count-1 into ``ll``.
 
-        The group width ``L`` (candidates per work item) is the state's last dimension.
-        ``frames = (start, stop)`` runs one piece of the pass (:func:`segment_pieces`):
-        from the prior when ``start`` is 0, else from the observation at
-        ``start`` (reset to it, not scored: the piece before scores it), to the
-        observed frame ``stop``. ``ll`` is then 2-D, one row per frame the
-        piece scores, so the caller can add the rows in frame order.
+        The group width ``L`` (candidates per work item) is the state's last
+        dimension. The pass starts from the prior, takes ``steps`` steps and at
+        each frame of ``events`` (:meth:`_piece_events`, :meth:`_evaluate_folded`)
+        resets lane ``lane`` to snapshot ``rows[lane // piece_lanes]``, first
+        adding its score when the event is scored: into ``ll``, or with ``ll``
+        2-D into its next row, one per scored frame, so that the caller can add
+        the rows in frame order.
         """
         n = prep.n
         lanes = state["f_s"].shape[2]
@@ -517,9 +537,6 @@ class CUDABackend:
         tpb = self.threads
         fill_grid = (blocks(n * lanes, tpb), groups)
         KF.batch_fill[fill_grid, (tpb, 1)](prior_d, beta_gather, c0, count, f_s, f_i, f_r, t_a)
-        obs_index = prep.host_obs_index
-        observed = np.nonzero(obs_index >= 0)[0]
-        start, stop = frames if frames is not None else (0, int(observed[-1]) if observed.size else -1)
         item_grid = (blocks(it["n_items"], tpb // lanes), groups)
         split_grid = (blocks(it["n_split"] * lanes, tpb), groups)
         block_ll = state["block_ll"]
@@ -530,16 +547,17 @@ class CUDABackend:
         # rows per score block as at L = WARP, so every candidate's sum has the same order
         score_tpb = (tpb // WARP) * lanes
         scored = 0
-        for t in range(start, stop + 1):
-            if obs_index[t] >= 0:
+        for t in range(steps + 1):
+            if t in events:
+                rows, score = events[t]
                 KF.batch_score_reset[(block_ll.shape[0], groups), score_tpb](
-                    prep.obs_states[obs_index[t]], prep.gather_id, f_s, f_i, f_r, t_a, beta_gather, c0, count,
-                    block_ll)
-                if t > start or start == 0:  # a later piece starts from its first frame's observation
+                    prep.obs_states, rows, piece_lanes, prep.gather_id, f_s, f_i, f_r, t_a, beta_gather, c0,
+                    count, block_ll)
+                if score:
                     row = ll if ll.ndim == 1 else ll[scored]
                     KF.batch_accumulate[blocks(count, tpb), tpb](block_ll, row, c0, count)
                     scored += 1
-            if t == stop:
+            if t == steps:
                 break
             g0 = 0
             if pairs:
@@ -580,9 +598,11 @@ class CUDABackend:
     def _loglik_device(self, prep, prior, beta_i_d, beta_r_d, gather_d, n_cand: int, chunk: int, ll_d,
                        state, frames: tuple[int, int] | None = None) -> None:
         prior_d = cuda.to_device(np.asarray(prior, dtype=np.float64))
+        steps, events = self._piece_events(prep, frames)
+        lanes = state["f_s"].shape[2]
         for c0 in range(0, n_cand, chunk):
             count = min(chunk, n_cand - c0)
-            self._loglik_pass(prep, prior_d, gather_d, beta_r_d, c0, count, ll_d, state, frames)
+            self._loglik_pass(prep, prior_d, gather_d, beta_r_d, c0, count, ll_d, state, steps, events, lanes)
 
     def loglik_batch(self, prep: CUDAPrepared, prior, beta_i: np.ndarray,
                      beta_r: np.ndarray, lanes: int = WARP) -> np.ndarray:
@@ -622,6 +642,9 @@ class CUDABackend:
         if mode == "narrow64":
             dtype, lanes = np.float64, self.narrow_lanes
             chunk = -(-n_cand // lanes) * lanes
+            pieces = fold_pieces(prep.host_obs_index, lanes) if self.fold and frames is None else []
+            if pieces and n_cand <= lanes:
+                return self._evaluate_folded(prep, prior, beta_i, beta_r, lanes, pieces, scratch)
         elif mode in ("float32", "float64"):
             dtype, lanes = np.dtype(mode), WARP
             chunk = max(WARP, -(-chunk // WARP) * WARP)
@@ -653,6 +676,46 @@ class CUDABackend:
         self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
                             ll, state, frames)
         return ll.copy_to_host()
+
+    def _evaluate_folded(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, lanes: int,
+                         pieces: list[tuple[int, int]], scratch: dict) -> np.ndarray:
+        """:meth:`evaluate` of at most ``lanes`` candidates in float64, the pass folded: its
+        pieces (:func:`fold_pieces`) run side by side, one copy of the candidates per piece in
+        the lanes of one group, for a piece's steps only.
+
+        A float64 step of 8 lanes is bound by its row requests rather than its bytes
+        (Orkut-sized pass on an H100: 270 ms with 8 lanes, 394 ms with 16), so two
+        pieces of 20 steps in 16 lanes cost less than 40 steps in 8. Every piece after
+        the first starts from the snapshot at its start frame; each scored frame's sums
+        go to a row of their own, and the host adds every candidate's rows piece by
+        piece, in frame order, from 0.0, as one pass adds them on the device, so each
+        value is the same bit for bit.
+        """
+        beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
+        beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
+        n_cand = beta_i.shape[0]
+        parts = len(pieces)
+        width = parts * lanes
+        pick = np.tile(np.minimum(np.arange(lanes), n_cand - 1), parts)  # spare lanes repeat the last one
+        obs_index = prep.host_obs_index
+        starts = [start for start, _ in pieces]
+        steps = pieces[0][1] - pieces[0][0]
+        scored = [t for t in range(1, steps + 1) if obs_index[t] >= 0]
+        rows = np.array([[-1] + [obs_index[start] for start in starts[1:]]]
+                        + [[obs_index[start + t] for start in starts] for t in scored], dtype=np.int64)
+        rows_d = cuda.to_device(rows)
+        events = {0: (rows_d[0], False)} | {t: (rows_d[k + 1], True) for k, t in enumerate(scored)}
+        ll = cuda.to_device(np.zeros((len(scored), width)))
+        state = self._scratch_state(prep, scratch, 1, np.float64, width)
+        prior_d = cuda.to_device(np.asarray(prior, dtype=np.float64))
+        self._loglik_pass(prep, prior_d, cuda.to_device(beta_i[pick]), cuda.to_device(beta_r[pick]), 0, width, ll,
+                          state, steps, events, lanes)
+        sums = ll.copy_to_host()
+        total = np.zeros(n_cand)
+        for piece in range(parts):
+            for row in sums:
+                total = total + row[piece * lanes:piece * lanes + n_cand]
+        return total
 
     def _evaluate_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str,
                          chunk: int, scratch: dict) -> np.ndarray:
@@ -801,6 +864,27 @@ def segment_pieces(obs_index: np.ndarray, parts: int) -> list[tuple[int, int]]:
         pieces.append((points[i], points[j]))
         j, k = i, k - 1
     return pieces[::-1]
+
+
+def fold_pieces(obs_index: np.ndarray, lanes: int) -> list[tuple[int, int]]:
+    """The two halves of the fitting pass, which a group of ``lanes`` float64 candidates can run
+    side by side in ``2 * lanes`` lanes (:meth:`CUDABackend._evaluate_folded`), or ``[]``.
+
+    Frame 0 must be unobserved (the first half starts from the prior), the
+    middle frame observed (the second starts from its snapshot), both halves
+    must see the same observed frames relative to their start, and two copies
+    must fit a warp. The benchmark schedule {T/2, T} gives [(0, T/2), (T/2, T)].
+    (Where four equal pieces would qualify, so do the two halves.)
+    """
+    obs = np.asarray(obs_index)
+    observed = np.nonzero(obs >= 0)[0]
+    if observed.size < 2 or obs[0] >= 0 or WARP % (2 * lanes):
+        return []
+    last = int(observed[-1])
+    half = last // 2
+    if last % 2 or obs[half] < 0 or not np.array_equal(obs[1:half + 1] >= 0, obs[half + 1:last + 1] >= 0):
+        return []
+    return [(0, half), (half, last)]
 
 
 def split_candidates(n_cand: int, lanes: int, parts: int) -> list[tuple[int, int]]:

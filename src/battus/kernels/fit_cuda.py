@@ -231,29 +231,35 @@ def batch_finish_split(split_vertex, split_ptr, partial, terms_next, f_s, f_i, f
 
 
 @cuda.jit
-def batch_score_reset(obs_row, gather_id, f_s, f_i, f_r, terms, beta_gather, c0, n_cand, block_ll):
+def batch_score_reset(obs_states, rows, piece_lanes, gather_id, f_s, f_i, f_r, terms, beta_gather, c0, n_cand,
+                      block_ll):
     """log f^{y}_u summed over vertices per candidate, then reset to the observation (and the
     vertex's term to the reset marginal's).
 
-    Block = L lanes x (blockDim / L) rows with a fixed number of blocks and a
-    fixed shared-memory tree, so the float64 sums are identical run to run
-    (and, with the same rows per block, for every group width L).
+    Lane ``lane`` scores against snapshot ``rows[lane // piece_lanes]`` of
+    ``obs_states``: one row for every lane, or, in a folded pass (pieces of
+    the pass side by side in the lanes, :meth:`battus.backends.cuda.CUDABackend._evaluate_folded`),
+    one row per piece; a row of -1 leaves that piece's lanes as they are and
+    scores 0. Block = L lanes x (blockDim / L) rows with a fixed number of
+    blocks and a fixed shared-memory tree, so the float64 sums are identical
+    run to run (and, with the same rows per block, for every group width L).
     """
     sm = cuda.shared.array(BLOCK, dtype=np.float64)
     g = cuda.blockIdx.y
     tid = cuda.threadIdx.x
     lanes = f_s.shape[2]
     lane = tid % lanes
-    rows = cuda.blockDim.x // lanes
+    rows_per_block = cuda.blockDim.x // lanes
     row = tid // lanes
     c = g * lanes + lane
     n = f_s.shape[1]
+    snapshot = rows[lane // piece_lanes]
     acc = 0.0
-    if c < n_cand:
-        u = cuda.blockIdx.x * rows + row
-        stride = cuda.gridDim.x * rows
+    if c < n_cand and snapshot >= 0:
+        u = cuda.blockIdx.x * rows_per_block + row
+        stride = cuda.gridDim.x * rows_per_block
         while u < n:
-            s = obs_row[u]
+            s = obs_states[snapshot, u]
             w = gather_id[u]
             if s == 0:
                 p = np.float64(f_s[g, w, lane])
@@ -269,7 +275,7 @@ def batch_score_reset(obs_row, gather_id, f_s, f_i, f_r, terms, beta_gather, c0,
             u += stride
     sm[tid] = acc
     cuda.syncthreads()
-    tree_sum(sm, tid, row, rows // 2, lanes)
+    tree_sum(sm, tid, row, rows_per_block // 2, lanes)
     if row == 0:
         block_ll[cuda.blockIdx.x, g, lane] = sm[tid]
 
