@@ -12,6 +12,7 @@ violations before and after.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import statistics
 import sys
 from pathlib import Path
@@ -52,6 +53,9 @@ def main() -> None:
             print(f"{preset} {label}: {1e3 * times[label]:.1f} ms", flush=True)
         before = causal_violations(graph, recon["battus-z"].states)
         after = causal_violations(graph, recon["battus-c"].states)
+        # compare code versions: the same repaired history gives the same digest
+        digest = hashlib.sha256(np.ascontiguousarray(recon["battus-c"].states).tobytes()).hexdigest()
+        print(f"{preset} battus-c history sha256 {digest[:16]}", flush=True)
         rows.append((preset, graph.n, graph.m, times["battus-z"], times["battus-c"], before, after))
     print("\n| graph | n | arcs | Battus-Z (ms) | Battus-C (ms) | added | CV before | CV after |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -249,8 +249,9 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
         state[i] = 1
         best[i] = top
         n_adm[i] = k
-        if stop > end:
-            heavy[cuda.atomic.add(ctl, heavy_slot, 1)] = i
+        j = _append_index(ctl, heavy_slot, stop > end)
+        if j >= 0:
+            heavy[j] = i
     grid.sync()
     n_heavy = ctl[heavy_slot]
     if n_heavy == 0:
@@ -396,11 +397,11 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, orig_inf, ori
                 arr_in, light_arcs, state, best, n_adm, heavy, heavy_arcs, ctl, C_HEAVY + p, block_sums, heavy_ptr,
                 sh, grid)
         for i in range(tid, pool_size, size):
-            if state[i] != 1:
+            j = _append_index(ctl, C_VIOL + p, state[i] == 1)
+            if j < 0:
                 continue
             u = _item(i, a, bucket, bucket_ptr, arr_in)
             b = self_frame(best[i], onset_floor[u])
-            j = cuda.atomic.add(ctl, C_VIOL + p, 1)
             viol[j] = u
             viol_b[j] = b
             self_key[j] = self_cost(gamma, u, b, a) if b >= 0 else 0.0
@@ -525,10 +526,12 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, orig_inf, ori
             for j in range(tid, n_round, size):
                 v = round_list[j]
                 count[v] = 0
-                if proposed[v] == stamp and (rejected[v] != stamp or not unanimous):
-                    if t_inf[v] > f:
-                        t_inf[v] = f
-                        arr_out[cuda.atomic.add(ctl, C_ARRIVED + q, 1)] = v
+                selected = proposed[v] == stamp and (rejected[v] != stamp or not unanimous)
+                k = _append_index(ctl, C_ARRIVED + q, selected and t_inf[v] > f)
+                if k >= 0:
+                    t_inf[v] = f
+                    arr_out[k] = v
+                if selected:
                     t_rec[v] = max(t_rec[v], a)
                     hits[v] = _pack(t_inf[v], t_rec[v])
                     cost_frame[v] = -1
