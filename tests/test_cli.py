@@ -230,6 +230,16 @@ def test_installed_entry_point_exit_status(tmp_path, history):
     assert not out.exists()
 
 
+def test_a_closed_pipe_ends_quietly(tmp_path, history):
+    """`battus info pred.h5 | head -1`: the reader leaves early; no traceback, the status of SIGPIPE."""
+    proc = subprocess.Popen([sys.executable, "-m", "battus.cli", "info", str(history)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the command has printed anything (it first imports the package)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
 def test_help_explains_every_option(capsys):
     for command in ("import-hermes", "graph", "simulate", "reconstruct", "score", "info"):
         assert main([command, "--help"]) == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -526,6 +527,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("battus: interrupted; no output written", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (`battus info pred.h5 | head`): no traceback
+        # Python flushes stdout again at exit and would report that failure too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a tool killed by SIGPIPE
     finally:
         sys.unraisablehook = unraisable_hook
     return 0
