@@ -108,7 +108,7 @@ def pull_step(graph, repeats: int, log) -> list:
     return rows
 
 
-def fit_step(graph, repeats: int, log) -> list:
+def fit_step(graph, repeats: int, log, compile_variants: bool = True) -> list:
     from numba import cuda
 
     from battus.backends.cuda import CUDABackend
@@ -136,33 +136,33 @@ def fit_step(graph, repeats: int, log) -> list:
     partial = cuda.device_array((max(1, it["n_slots"]), groups, WARP), dtype=np.float64)
     tpb = be.threads
     nblk = -(-it["n_items"] // (tpb // WARP))
-    variants = [("single", KF.batch_pressure, None), ("pair", KF.batch_pressure_pair, None)]
+    # check = 1: every vertex looks at its f_S first (a pass after a reset, fit_cuda._absorbed); none
+    # is absorbed in this state, so those rows time the look alone
+    variants = [("single", KF.batch_pressure, None, 0), ("single-check", KF.batch_pressure, None, 1),
+                ("pair", KF.batch_pressure_pair, None, 0), ("pair-check", KF.batch_pressure_pair, None, 1)]
     for name, options in VARIANTS.items():
-        if options is not None:
-            variants.append((f"pair-{name}", KF.batch_pressure_pair, options))
+        if options is not None and compile_variants:
+            variants.append((f"pair-{name}", KF.batch_pressure_pair, options, 0))
     ref = None
     rows = []
-    for name, kernel, options in variants:
+    for name, kernel, options, check in variants:
         kern = _compile(kernel, options)
         t_b = cuda.to_device(np.zeros(shape, dtype=np.float32))
         f_s, f_i, f_r = cuda.to_device(s0), cuda.to_device(i0), cuda.to_device(r0)
         args = (prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i, f_r,
                 beta_i, beta_r, 0, count, partial)
+        single = kernel is KF.batch_pressure
+        grid = (nblk, groups if single else groups // 2)
+        tail = (0, check) if single else (check,)  # batch_pressure's g0, then check
 
-        def launch(kern=kern, name=name, args=args, f_s=f_s, f_i=f_i, f_r=f_r):
+        def launch(kern=kern, args=args, f_s=f_s, f_i=f_i, f_r=f_r, grid=grid, tail=tail):
             f_s.copy_to_device(s0)
             f_i.copy_to_device(i0)
             f_r.copy_to_device(r0)
-            if name == "single":
-                kern[(nblk, groups), tpb](*args, 0)
-            else:
-                kern[(nblk, groups // 2), tpb](*args)
+            kern[grid, tpb](*args, *tail)
 
         # the kernel alone (the state drifts from launch to launch; the timing does not care)
-        if name == "single":
-            ms_k = _timed(lambda kern=kern, args=args: kern[(nblk, groups), tpb](*args, 0), repeats)
-        else:
-            ms_k = _timed(lambda kern=kern, args=args: kern[(nblk, groups // 2), tpb](*args), repeats)
+        ms_k = _timed(lambda kern=kern, args=args, grid=grid, tail=tail: kern[grid, tpb](*args, *tail), repeats)
         launch()
         cuda.synchronize()
         host = np.concatenate([t_b.copy_to_host().ravel(), f_s.copy_to_host().ravel(), f_i.copy_to_host().ravel(),
@@ -186,6 +186,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--json", default=None)
     ap.add_argument("--skip-fit", action="store_true")
+    ap.add_argument("--skip-pull", action="store_true")
+    ap.add_argument("--no-compile-variants", action="store_true",
+                    help="fit step: only the kernels as compiled by the package (each option set compiles anew)")
     args = ap.parse_args(argv)
 
     def log(msg: str) -> None:
@@ -195,9 +198,9 @@ def main(argv=None) -> int:
     for preset in args.presets:
         graph, _, _ = make_graph(preset, args.seed)
         log(f"{preset}: n={graph.n} arcs={graph.m}")
-        rows = pull_step(graph, args.repeats, log)
+        rows = [] if args.skip_pull else pull_step(graph, args.repeats, log)
         if not args.skip_fit:
-            rows += fit_step(graph, args.repeats, log)
+            rows += fit_step(graph, args.repeats, log, compile_variants=not args.no_compile_variants)
         out.append({"preset": preset, "rows": rows})
         if args.json:
             with open(args.json, "w") as fh:

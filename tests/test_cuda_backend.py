@@ -223,6 +223,32 @@ def test_folded_rescore_is_identical(graph, times):
     assert fit_rates(folded, prep_f, problem, settings) == fit_rates(plain, prep_p, problem, settings)
 
 
+@pytest.mark.parametrize("model", ["si", "sir"])
+def test_absorbed_vertices_skip_their_gathers_with_identical_values(graph, model):
+    """A vertex reset to an observed I or R (f_S = 0) does not gather its neighbours' terms
+    (``skip_absorbed``): every candidate's value, in every pass kind, equals the full pass's bit for
+    bit, and so do the fitted rates."""
+    from battus.backends.cuda import CUDABackend
+    from battus.fit import fit_rates
+
+    truth = simulate(graph, model, T, 3, 0.35, 0.25, seed=11)
+    problem = Problem(graph, model, T, 3, observe(truth, np.asarray([T // 2, T])), truth).validate()
+    middle = problem.observations.states[0]
+    assert 0 < np.count_nonzero(middle) < problem.n  # some vertices absorbed at the reset, some not
+    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    skipping, full = CUDABackend(**knobs), CUDABackend(skip_absorbed=False, **knobs)
+    prep_s, prep_f = skipping.prepare(problem), full.prepare(problem)
+    count = 2 * 8 + 3  # float32 passes: a group pair and a lone, part-filled group
+    beta_i = np.linspace(0.02, 0.6, count)
+    beta_r = np.linspace(0.4, 0.05, count) if model == "sir" else np.zeros(count)
+    for mode, n in (("float32", count), ("float64", count), ("narrow64", 2)):  # narrow64 of 2: folded
+        got = skipping.evaluate(prep_s, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
+        want = full.evaluate(prep_f, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
+        assert np.all(np.isfinite(want)) and got.tobytes() == want.tobytes(), mode
+    settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1)
+    assert fit_rates(skipping, prep_s, problem, settings) == fit_rates(full, prep_f, problem, settings)
+
+
 def test_fold_pieces_need_equal_pieces_from_observed_frames():
     from battus.backends.cuda import fold_pieces
     from battus.kernels.cuda_common import WARP

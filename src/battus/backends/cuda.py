@@ -86,6 +86,7 @@ class CUDABackend:
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
                  narrow_lanes: int | None = None, fit_pairs: bool = True, fold: bool = True,
+                 skip_absorbed: bool = True,
                  devices: Sequence[int] | None = None) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
@@ -104,6 +105,8 @@ class CUDABackend:
             raise ValueError(f"narrow_lanes must divide {WARP}")
         self.fit_pairs = bool(fit_pairs)
         self.fold = bool(fold)  # float64 passes of <= narrow_lanes candidates folded (_evaluate_folded)
+        # fitting passes skip the gathers of vertices without susceptible mass (fit_cuda._absorbed)
+        self.skip_absorbed = bool(skip_absorbed)
         self.devices = tuple(int(d) for d in devices) if devices else ()
         if any(d < 0 for d in self.devices):
             raise ValueError(f"devices must be CUDA device ordinals >= 0, got {list(self.devices)}")
@@ -111,7 +114,7 @@ class CUDABackend:
         self._settings = {"kernel": kernel, "fit_precision": fit_precision, "warp_min_degree": warp_min_degree,
                           "hub_min_degree": hub_min_degree, "hub_chunk": hub_chunk, "item_arcs": item_arcs,
                           "threads": threads, "reorder": reorder, "narrow_lanes": narrow_lanes,
-                          "fit_pairs": fit_pairs, "fold": fold}
+                          "fit_pairs": fit_pairs, "fold": fold, "skip_absorbed": skip_absorbed}
         self._workers: list = []  # one DeviceWorker per device after the first, started with the fit
         self._spread = False  # whether problems and fitting rounds go to the workers too
         self._problem_keys = itertools.count()
@@ -547,6 +550,10 @@ class CUDABackend:
         # rows per score block as at L = WARP, so every candidate's sum has the same order
         score_tpb = (tpb // WARP) * lanes
         scored = 0
+        # vertices without susceptible mass skip their gathers (fit_cuda._absorbed); looking from
+        # the first step on, not only after a reset, catches the candidates whose f_S underflows
+        # (Orkut-sized SIR fit on an H100: 6.50 s against 7.86 s, LiveJournal-sized within 1%)
+        check = int(self.skip_absorbed)
         for t in range(steps + 1):
             if t in events:
                 rows, score = events[t]
@@ -563,13 +570,13 @@ class CUDABackend:
             if pairs:
                 KF.batch_pressure_pair[(item_grid[0], pairs), tpb](
                     prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i,
-                    f_r, beta_gather, beta_r, c0, count, partial,
+                    f_r, beta_gather, beta_r, c0, count, partial, check,
                 )
                 g0 = 2 * pairs
             if g0 < groups:
                 KF.batch_pressure[(item_grid[0], groups - g0), tpb](
                     prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i,
-                    f_r, beta_gather, beta_r, c0, count, partial, g0,
+                    f_r, beta_gather, beta_r, c0, count, partial, g0, check,
                 )
             if it["n_split"]:
                 KF.batch_finish_split[split_grid, (tpb, 1)](
