@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from battus.backends import CPUBackend, cuda_available
-from battus.fit import FitSettings
+from battus.fit import FitSettings, candidate_grid
 from battus.infer import method_options, reconstruct
 from battus.problem import Problem, observe
 from battus.simulate import simulate
@@ -247,6 +247,39 @@ def test_absorbed_vertices_skip_their_gathers_with_identical_values(graph, model
         assert np.all(np.isfinite(want)) and got.tobytes() == want.tobytes(), mode
     settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1)
     assert fit_rates(skipping, prep_s, problem, settings) == fit_rates(full, prep_f, problem, settings)
+
+
+@pytest.mark.parametrize("model", ["si", "sir"])
+def test_pruned_round_keeps_every_candidate_that_can_reach_the_rescore(graph, model):
+    """A float32 round cut at T/2 (``prune``): every candidate it evaluates whole has the full
+    pass's value bit for bit, the others could not have been among the best POLISH, so the
+    re-scored set, each round's best and the fitted rates are the same as without pruning."""
+    from battus.backends.cuda import CUDABackend, segment_pieces
+    from battus.fit import fit_rates
+    from battus.kernels.fit_cuda import POLISH
+
+    problem = _problem(graph, model, 2)
+    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    pruning, full = CUDABackend(**knobs), CUDABackend(prune=False, **knobs)
+    prep_p, prep_f = pruning.prepare(problem), full.prepare(problem)
+    pieces = segment_pieces(prep_p.host_obs_index, 2)
+    assert pieces == [(0, T // 2), (T // 2, T)]
+    sir = model == "sir"
+    beta_i, beta_r = candidate_grid(np.linspace(0.001, 0.999, 8), np.linspace(0.001, 0.999, 6) if sir else None)
+    if not sir:
+        beta_i, beta_r = np.linspace(0.001, 0.999, 40), np.zeros(40)
+    norm = float(problem.n * 2)
+    got = pruning._evaluate_pruned(prep_p, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
+    want = full.evaluate(prep_f, problem.prior, beta_i, beta_r, "float32", 8, {}) / norm
+    kept = np.isfinite(got)
+    assert 0 < np.count_nonzero(~kept) and got[kept].tobytes() == want[kept].tobytes()
+    best = np.argsort(-want, kind="stable")[:POLISH]
+    assert kept[best].all() and np.array_equal(np.argsort(-got, kind="stable")[:POLISH], best)
+    assert want[~kept].max() < np.sort(want)[-POLISH]
+    assert pruning.best_candidate(prep_p, problem.prior, beta_i, beta_r, norm, 8, {}) == \
+        full.best_candidate(prep_f, problem.prior, beta_i, beta_r, norm, 8, {})
+    settings = FitSettings(grid_points=7, refine_points=3, refine_rounds=1, chunk=8)  # SIR: 49 in 7 passes
+    assert fit_rates(pruning, prep_p, problem, settings) == fit_rates(full, prep_f, problem, settings)
 
 
 def test_fold_pieces_need_equal_pieces_from_observed_frames():

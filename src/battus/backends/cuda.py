@@ -86,7 +86,7 @@ class CUDABackend:
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
                  narrow_lanes: int | None = None, fit_pairs: bool = True, fold: bool = True,
-                 skip_absorbed: bool = True,
+                 skip_absorbed: bool = True, prune: bool = True,
                  devices: Sequence[int] | None = None) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
@@ -107,6 +107,9 @@ class CUDABackend:
         self.fold = bool(fold)  # float64 passes of <= narrow_lanes candidates folded (_evaluate_folded)
         # fitting passes skip the gathers of vertices without susceptible mass (fit_cuda._absorbed)
         self.skip_absorbed = bool(skip_absorbed)
+        # float32 rounds of several passes: the second piece only for candidates that can still
+        # reach the re-score (_evaluate_pruned)
+        self.prune = bool(prune)
         self.devices = tuple(int(d) for d in devices) if devices else ()
         if any(d < 0 for d in self.devices):
             raise ValueError(f"devices must be CUDA device ordinals >= 0, got {list(self.devices)}")
@@ -114,7 +117,8 @@ class CUDABackend:
         self._settings = {"kernel": kernel, "fit_precision": fit_precision, "warp_min_degree": warp_min_degree,
                           "hub_min_degree": hub_min_degree, "hub_chunk": hub_chunk, "item_arcs": item_arcs,
                           "threads": threads, "reorder": reorder, "narrow_lanes": narrow_lanes,
-                          "fit_pairs": fit_pairs, "fold": fold, "skip_absorbed": skip_absorbed}
+                          "fit_pairs": fit_pairs, "fold": fold, "skip_absorbed": skip_absorbed,
+                          "prune": prune}
         self._workers: list = []  # one DeviceWorker per device after the first, started with the fit
         self._spread = False  # whether problems and fitting rounds go to the workers too
         self._problem_keys = itertools.count()
@@ -792,6 +796,55 @@ class CUDABackend:
                 total = total + row
         return total
 
+    def _evaluate_pruned(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, chunk: int,
+                         scratch: dict, pieces: list[tuple[int, int]], norm: float) -> np.ndarray:
+        """A float32 round's values (Eq. 4 / ``norm``) for :meth:`best_candidate`'s re-score: the
+        exact value of every candidate that can be among the best :data:`POLISH`, -inf for the
+        others, which cannot.
+
+        The pass is cut at an observed frame into pieces A and B
+        (:func:`segment_pieces`); B restarts from the snapshot, so a
+        candidate's value is A's sum plus B's rows, added in frame order as
+        one pass adds them (the same bits). Every candidate runs A; B runs in
+        passes of ``chunk``, best A first. A row of B sums n logarithms of
+        marginals that are at most 1 up to float32 rounding (each step
+        rounds the mass f_S + f_I + f_R by at most 2^-24 of itself), so B adds
+        at most ``slack`` per row, a bound 16 times that rounding; once
+        ``POLISH`` totals are known, a candidate whose A plus the slack falls
+        below the ``POLISH``-th best total cannot reach the re-score (ties
+        excluded: the comparison is on the values divided by ``norm``, as
+        the arg-sort sees them), and neither can any after it in A's order.
+        On the benchmark schedule this leaves B to 64 to 128 of a SIR grid's 576.
+        """
+        (a_start, a_stop), (b_start, b_stop) = pieces
+        n_cand = beta_i.shape[0]
+        head = self.evaluate(prep, prior, beta_i, beta_r, "float32", chunk, scratch, (a_start, a_stop))
+        rows_b = int(np.count_nonzero(prep.host_obs_index[b_start + 1:b_stop + 1] >= 0))
+        slack = prep.n * 1e-6 * (b_stop - b_start + 3)
+        order = np.argsort(-head, kind="stable")
+        bound = head.copy()
+        for _ in range(rows_b):
+            bound = bound + slack
+        values = np.full(n_cand, -np.inf)
+        per_pass = max(WARP, -(-chunk // WARP) * WARP)
+        threshold = -np.inf
+        done = 0
+        while done < n_cand:
+            batch = order[done:done + per_pass]
+            batch = batch[bound[batch] / norm >= threshold]  # a prefix: bound falls along A's order
+            if batch.size == 0:
+                break
+            rows = self.evaluate(prep, prior, beta_i[batch], beta_r[batch], "float32", chunk, scratch,
+                                 (b_start, b_stop))
+            total = head[batch]
+            for row in rows:  # frame order, as ll[c] += in one pass
+                total = total + row
+            values[batch] = total / norm
+            done += batch.size
+            if done >= KF.POLISH:
+                threshold = np.sort(values)[-KF.POLISH]
+        return values
+
     def best_candidate(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, norm: float,
                        chunk: int, scratch: dict) -> tuple[int, float]:
         """Arg-max of Eq. 4 / ``norm`` over the candidates, the first on ties.
@@ -817,7 +870,12 @@ class CUDABackend:
             mode = "narrow64"
         else:
             mode = "float64"
-        values = self._evaluate_spread(prep, prior, beta_i, beta_r, mode, chunk, scratch) / norm
+        pieces = segment_pieces(prep.host_obs_index, 2)
+        spread = self._spread and prep.worker_key is not None
+        if polish and self.prune and not spread and len(pieces) == 2 and n_cand > max(chunk, WARP):
+            values = self._evaluate_pruned(prep, prior, beta_i, beta_r, chunk, scratch, pieces, norm)
+        else:
+            values = self._evaluate_spread(prep, prior, beta_i, beta_r, mode, chunk, scratch) / norm
         top = np.argsort(-values, kind="stable")[:min(KF.POLISH, n_cand)]
         if polish:
             values_top = self._evaluate_spread(prep, prior, beta_i[top], beta_r[top], "narrow64", chunk,
