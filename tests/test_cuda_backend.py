@@ -186,6 +186,11 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
             alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, mode, 8, {})
             spread = two._evaluate_spread(prep_two, problem.prior, beta_i, beta_r, mode, 8, {})
             assert spread.tobytes() == alone.tobytes(), mode
+        if spread_by == "frames":  # a round pruned after T/2, both pieces cut by candidates over the devices
+            norm = float(problem.n * n_snapshots)
+            alone = one._evaluate_pruned(prep_one, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
+            spread = two._evaluate_pruned(prep_two, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
+            assert np.isfinite(alone).any() and spread.tobytes() == alone.tobytes()
         assert fit_rates(two, prep_two, problem, settings) == fit_rates(one, prep_one, problem, settings)
         del prep_two  # its copy on the worker is dropped with the next request
         assert two._freed_keys == [0]

@@ -676,12 +676,8 @@ class CUDABackend:
         beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
         beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
         n_cand = beta_i.shape[0]
-        if frames is None or frames[0] == 0:
-            ll = cuda.to_device(np.zeros(n_cand))
-        else:  # one row per observed frame in (start, stop]
-            start, stop = frames
-            ll = cuda.to_device(np.zeros((int(np.count_nonzero(prep.host_obs_index[start + 1:stop + 1] >= 0)),
-                                          n_cand)))
+        rows = self._scored_rows(prep, frames)
+        ll = cuda.to_device(np.zeros(n_cand if rows is None else (rows, n_cand)))
         state = self._scratch_state(prep, scratch, chunk // lanes, dtype, lanes)
         gather = cuda.to_device(beta_i.astype(dtype))
         self._loglik_device(prep, prior, cuda.to_device(beta_i), cuda.to_device(beta_r), gather, n_cand, chunk,
@@ -728,6 +724,56 @@ class CUDABackend:
                 total = total + row[piece * lanes:piece * lanes + n_cand]
         return total
 
+    @staticmethod
+    def _scored_rows(prep: CUDAPrepared, frames: tuple[int, int] | None) -> int | None:
+        """What an evaluation over ``frames`` answers: one value per candidate (None) for a whole
+        pass or a piece from frame 0, else one row per frame the piece scores (:meth:`evaluate`)."""
+        if frames is None or frames[0] == 0:
+            return None
+        start, stop = frames
+        return int(np.count_nonzero(prep.host_obs_index[start + 1:stop + 1] >= 0))
+
+    def _on_devices(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str,
+                    chunk: int, scratch: dict, bounds: list[tuple[int, int]],
+                    frames: list[tuple[int, int] | None]) -> list[np.ndarray]:
+        """:meth:`evaluate` of candidates ``bounds[k]`` over piece ``frames[k]`` on device k (this
+        one first, then each worker), all at once; the answers in device order, empty slices left out."""
+        self._flush_freed()
+        prior = np.asarray(prior, dtype=np.float64)
+        asked = []
+        for worker, (lo, hi), piece in zip(self._workers, bounds[1:], frames[1:], strict=False):
+            if hi > lo:
+                header = {"op": "evaluate", "key": prep.worker_key, "mode": mode, "chunk": int(chunk)}
+                if piece is not None:
+                    header["frames"] = [int(piece[0]), int(piece[1])]
+                worker.request(header, {"prior": prior, "beta_i": beta_i[lo:hi], "beta_r": beta_r[lo:hi]})
+                asked.append((worker, hi - lo, piece))
+        parts = []
+        try:
+            lo, hi = bounds[0]
+            parts.append(self.evaluate(prep, prior, beta_i[lo:hi], beta_r[lo:hi], mode, chunk, scratch,
+                                       frames[0]))
+        finally:  # every answer is read, so that the pipes stay in step even when this device failed
+            for worker, count, piece in asked:
+                values = worker.reply()["arrays"].get("values")
+                rows = self._scored_rows(prep, piece)
+                shape = (count,) if rows is None else (rows, count)
+                if values is None or values.dtype != np.float64 or values.shape != shape:
+                    raise RuntimeError(f"CUDA device {worker.device} answered {count} candidates wrongly")
+                parts.append(values)
+        return parts
+
+    def _evaluate_candidates_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray,
+                                    chunk: int, scratch: dict, frames: tuple[int, int]) -> np.ndarray:
+        """:meth:`evaluate` in float32 over one piece, the candidates cut into whole groups over
+        this device and the workers (one device: here alone); the answers side by side."""
+        if not (self._spread and prep.worker_key is not None) or beta_i.shape[0] <= WARP:
+            return self.evaluate(prep, prior, beta_i, beta_r, "float32", chunk, scratch, frames)
+        bounds = split_candidates(beta_i.shape[0], WARP, 1 + len(self._workers))
+        parts = self._on_devices(prep, prior, beta_i, beta_r, "float32", chunk, scratch, bounds,
+                                 [frames] * len(bounds))
+        return np.concatenate(parts, axis=-1)
+
     def _evaluate_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str,
                          chunk: int, scratch: dict) -> np.ndarray:
         """:meth:`evaluate` spread over this device and the workers, by frames or by candidates.
@@ -764,30 +810,7 @@ class CUDABackend:
         else:
             bounds = split_candidates(n_cand, WARP, 1 + len(self._workers))
             frames = [None] * len(bounds)
-        self._flush_freed()
-        prior = np.asarray(prior, dtype=np.float64)
-        asked = []
-        for worker, (lo, hi), piece in zip(self._workers, bounds[1:], frames[1:], strict=False):
-            if hi > lo:
-                header = {"op": "evaluate", "key": prep.worker_key, "mode": mode, "chunk": int(chunk)}
-                if piece is not None:
-                    header["frames"] = [int(piece[0]), int(piece[1])]
-                worker.request(header, {"prior": prior, "beta_i": beta_i[lo:hi], "beta_r": beta_r[lo:hi]})
-                asked.append((worker, hi - lo, piece))
-        parts = []
-        try:
-            lo, hi = bounds[0]
-            parts.append(self.evaluate(prep, prior, beta_i[lo:hi], beta_r[lo:hi], mode, chunk, scratch,
-                                       frames[0]))
-        finally:  # every answer is read, so that the pipes stay in step even when this device failed
-            for worker, count, piece in asked:
-                values = worker.reply()["arrays"].get("values")
-                rows = None if piece is None else int(np.count_nonzero(
-                    prep.host_obs_index[piece[0] + 1:piece[1] + 1] >= 0))
-                shape = (count,) if piece is None else (rows, count)
-                if values is None or values.dtype != np.float64 or values.shape != shape:
-                    raise RuntimeError(f"CUDA device {worker.device} answered {count} candidates wrongly")
-                parts.append(values)
+        parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, bounds, frames)
         if frames[0] is None:
             return np.concatenate(parts)
         total = parts[0]
@@ -814,11 +837,13 @@ class CUDABackend:
         below the ``POLISH``-th best total cannot reach the re-score (ties
         excluded: the comparison is on the values divided by ``norm``, as
         the arg-sort sees them), and neither can any after it in A's order.
-        On the benchmark schedule this leaves B to 64 to 128 of a SIR grid's 576.
+        With fitting workers, each piece's candidates are cut over the devices
+        (:meth:`_evaluate_candidates_spread`). On the benchmark schedule B runs
+        for 64 (LiveJournal-sized) and 93 (Orkut-sized) of a SIR grid's 576.
         """
         (a_start, a_stop), (b_start, b_stop) = pieces
         n_cand = beta_i.shape[0]
-        head = self.evaluate(prep, prior, beta_i, beta_r, "float32", chunk, scratch, (a_start, a_stop))
+        head = self._evaluate_candidates_spread(prep, prior, beta_i, beta_r, chunk, scratch, (a_start, a_stop))
         rows_b = int(np.count_nonzero(prep.host_obs_index[b_start + 1:b_stop + 1] >= 0))
         slack = prep.n * 1e-6 * (b_stop - b_start + 3)
         order = np.argsort(-head, kind="stable")
@@ -834,8 +859,8 @@ class CUDABackend:
             batch = batch[bound[batch] / norm >= threshold]  # a prefix: bound falls along A's order
             if batch.size == 0:
                 break
-            rows = self.evaluate(prep, prior, beta_i[batch], beta_r[batch], "float32", chunk, scratch,
-                                 (b_start, b_stop))
+            rows = self._evaluate_candidates_spread(prep, prior, beta_i[batch], beta_r[batch], chunk, scratch,
+                                                    (b_start, b_stop))
             total = head[batch]
             for row in rows:  # frame order, as ll[c] += in one pass
                 total = total + row
@@ -871,8 +896,7 @@ class CUDABackend:
         else:
             mode = "float64"
         pieces = segment_pieces(prep.host_obs_index, 2)
-        spread = self._spread and prep.worker_key is not None
-        if polish and self.prune and not spread and len(pieces) == 2 and n_cand > max(chunk, WARP):
+        if polish and self.prune and len(pieces) == 2 and n_cand > max(chunk, WARP):
             values = self._evaluate_pruned(prep, prior, beta_i, beta_r, chunk, scratch, pieces, norm)
         else:
             values = self._evaluate_spread(prep, prior, beta_i, beta_r, mode, chunk, scratch) / norm
