@@ -351,7 +351,7 @@ def test_fit_worker_errors_are_one_line(graph, monkeypatch):
 def test_every_worker_prepares_at_once(graph):
     """With three devices both workers are sent the problem at once (a thread each) and hold it: a
     round spread over the three (by frames: snapshots at 1, 2, 4, 6 cut the pass into three pieces of
-    two steps) equals one device's, bit for bit. A worker that has stopped fails the prepare in one
+    two steps; and by candidates) equals one device's, bit for bit. A worker that has stopped fails the prepare in one
     line, and the other worker's answer is still read, so its pipe stays in step."""
     from battus.backends.cuda import CUDABackend
     from battus.backends.cuda_workers import WorkerError
@@ -372,6 +372,9 @@ def test_every_worker_prepares_at_once(graph):
         alone = one.evaluate(one.prepare(problem), problem.prior, beta_i, beta_r, "float32", 8, {})
         spread = three._evaluate_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {})
         assert spread.tobytes() == alone.tobytes()
+        # the split by candidates (a pruned round's pieces): 8 + 8 + 5 over the three devices
+        by_candidates = three._evaluate_candidates_spread(prep, problem.prior, beta_i, beta_r, 8, {}, (0, T))
+        assert by_candidates.tobytes() == alone.tobytes()
         three._workers[1]._proc.kill()
         three._workers[1]._proc.wait()
         with pytest.raises(WorkerError, match="the worker on CUDA device 0 has stopped") as err:
