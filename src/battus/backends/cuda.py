@@ -893,7 +893,10 @@ class CUDABackend:
         (64-byte instead of 256-byte gathered rows); float32 passes run group
         pairs that share their index reads (``fit_pairs``). Neither changes any
         candidate's value (tests/test_cuda_backend.py checks bit equality), nor
-        does spreading a round over several ``devices``.
+        does spreading a round over several ``devices``. A float32 round of
+        several passes cut at an observed frame runs its second piece only
+        for the candidates that can still be among the best POLISH
+        (``prune``, :meth:`_evaluate_pruned`), so the re-scored set is the same.
         """
         beta_i = np.ascontiguousarray(beta_i, dtype=np.float64)
         beta_r = np.ascontiguousarray(beta_r, dtype=np.float64)
