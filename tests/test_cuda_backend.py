@@ -373,7 +373,8 @@ def test_every_worker_prepares_at_once(graph):
         spread = three._evaluate_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {})
         assert spread.tobytes() == alone.tobytes()
         # the split by candidates (a pruned round's pieces): 8 + 8 + 5 over the three devices
-        by_candidates = three._evaluate_candidates_spread(prep, problem.prior, beta_i, beta_r, 8, {}, (0, T))
+        by_candidates = three._evaluate_candidates_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {},
+                                                        (0, T))
         assert by_candidates.tobytes() == alone.tobytes()
         three._workers[1]._proc.kill()
         three._workers[1]._proc.wait()

@@ -774,14 +774,15 @@ class CUDABackend:
         return parts
 
     def _evaluate_candidates_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray,
-                                    chunk: int, scratch: dict, frames: tuple[int, int]) -> np.ndarray:
-        """:meth:`evaluate` in float32 over one piece, the candidates cut into whole groups over
-        this device and the workers (one device: here alone); the answers side by side."""
+                                    mode: str, chunk: int, scratch: dict,
+                                    frames: tuple[int, int] | None = None) -> np.ndarray:
+        """:meth:`evaluate` over the pass or one piece of it, the candidates cut into whole groups
+        of :data:`WARP` over this device and the workers (one device, or one group: here alone);
+        the answers side by side."""
         if not (self._spread and prep.worker_key is not None) or beta_i.shape[0] <= WARP:
-            return self.evaluate(prep, prior, beta_i, beta_r, "float32", chunk, scratch, frames)
+            return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch, frames)
         bounds = split_candidates(beta_i.shape[0], WARP, 1 + len(self._workers))
-        parts = self._on_devices(prep, prior, beta_i, beta_r, "float32", chunk, scratch, bounds,
-                                 [frames] * len(bounds))
+        parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, bounds, [frames] * len(bounds))
         return np.concatenate(parts, axis=-1)
 
     def _evaluate_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str,
@@ -812,21 +813,15 @@ class CUDABackend:
         if not (self._spread and prep.worker_key is not None):
             return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
         pieces = self._segment(prep, 1 + len(self._workers))
-        if len(pieces) > 1:
-            bounds = [(0, n_cand)] * len(pieces)
-            frames = pieces
-        elif mode == "narrow64" or n_cand <= WARP:
-            return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
-        else:
-            bounds = split_candidates(n_cand, WARP, 1 + len(self._workers))
-            frames = [None] * len(bounds)
-        parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, bounds, frames)
-        if frames[0] is None:
-            return np.concatenate(parts)
+        if len(pieces) == 1:
+            if mode == "narrow64":
+                return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
+            return self._evaluate_candidates_spread(prep, prior, beta_i, beta_r, mode, chunk, scratch)
+        parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, [(0, n_cand)] * len(pieces),
+                                 pieces)
         total = parts[0]
         for rows in parts[1:]:
-            for row in rows:  # frame order, as ll[c] += on the device
-                total = total + row
+            total = add_in_frame_order(total, rows)
         return total
 
     def _evaluate_pruned(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, chunk: int,
@@ -853,7 +848,8 @@ class CUDABackend:
         """
         (a_start, a_stop), (b_start, b_stop) = pieces
         n_cand = beta_i.shape[0]
-        head = self._evaluate_candidates_spread(prep, prior, beta_i, beta_r, chunk, scratch, (a_start, a_stop))
+        head = self._evaluate_candidates_spread(prep, prior, beta_i, beta_r, "float32", chunk, scratch,
+                                                (a_start, a_stop))
         rows_b = int(np.count_nonzero(prep.host_obs_index[b_start + 1:b_stop + 1] >= 0))
         slack = prep.n * 1e-6 * (b_stop - b_start + 3)
         order = np.argsort(-head, kind="stable")
@@ -869,12 +865,9 @@ class CUDABackend:
             batch = batch[bound[batch] / norm >= threshold]  # a prefix: bound falls along A's order
             if batch.size == 0:
                 break
-            rows = self._evaluate_candidates_spread(prep, prior, beta_i[batch], beta_r[batch], chunk, scratch,
-                                                    (b_start, b_stop))
-            total = head[batch]
-            for row in rows:  # frame order, as ll[c] += in one pass
-                total = total + row
-            values[batch] = total / norm
+            rows = self._evaluate_candidates_spread(prep, prior, beta_i[batch], beta_r[batch], "float32", chunk,
+                                                    scratch, (b_start, b_stop))
+            values[batch] = add_in_frame_order(head[batch], rows) / norm
             done += batch.size
             if done >= KF.POLISH:
                 threshold = np.sort(values)[-KF.POLISH]
@@ -930,6 +923,14 @@ class CUDABackend:
     def simulate(self, graph: Graph, states: np.ndarray, beta_i: float, beta_r: float, seed: int,
                  same_step_recovery: bool) -> np.ndarray:
         return simulate_cuda.simulate(graph.indptr, graph.indices, states, beta_i, beta_r, seed, same_step_recovery)
+
+
+def add_in_frame_order(total: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``total`` plus each row of a piece's per-frame sums in turn: the order in which one pass adds
+    its scored frames (``ll[c] +=`` on the device), so every value is the same bit for bit."""
+    for row in rows:
+        total = total + row
+    return total
 
 
 def segment_pieces(obs_index: np.ndarray, parts: int) -> list[tuple[int, int]]:
