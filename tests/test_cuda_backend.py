@@ -160,12 +160,14 @@ def test_float64_fit_precision(graph):
 
 @pytest.mark.parametrize("n_snapshots, spread_by", [(1, "candidates"), (2, "frames")])
 def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by, model="sir"):
-    """Fitting rounds spread over a worker process (here on the same device), by candidates (one
-    snapshot: nothing to cut) or by frames (two: the pass halves at T/2): every candidate's value,
-    each round's best and the fitted rates equal one device's, bit for bit."""
-    from battus.backends.cuda import CUDABackend, segment_pieces, split_candidates
+    """Fitting rounds spread over a worker process (here on the same device): a round of several
+    groups and the float64 re-score by candidates, the groups dealt; a round of one group and one
+    re-scored candidate by frames where the pass halves at T/2 (two snapshots), else on one device.
+    Every candidate's value, each round's best and the fitted rates equal one device's, bit for bit."""
+    from battus.backends.cuda import CUDABackend, deal_candidates, segment_pieces
     from battus.fit import fit_rates
     from battus.kernels.cuda_common import WARP
+    from battus.kernels.fit_cuda import POLISH
 
     knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
     problem = _problem(graph, model, n_snapshots)
@@ -182,10 +184,11 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
         count = 4 * WARP + 9  # 5 groups, spread 3 + 2 (the last one part-filled)
         beta_i = np.linspace(0.01, 0.5, count)
         beta_r = np.linspace(0.3, 0.02, count)
-        for mode in ("float32", "float64", "narrow64"):
-            alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, mode, 8, {})
-            spread = two._evaluate_spread(prep_two, problem.prior, beta_i, beta_r, mode, 8, {})
-            assert spread.tobytes() == alone.tobytes(), mode
+        for mode, n in (("float32", count), ("float64", count), ("float32", WARP), ("narrow64", POLISH),
+                        ("narrow64", 1)):
+            alone = one.evaluate(prep_one, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
+            spread = two._evaluate_spread(prep_two, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
+            assert spread.tobytes() == alone.tobytes(), (mode, n)
         if spread_by == "frames":  # a round pruned after T/2, both pieces cut by candidates over the devices
             norm = float(problem.n * n_snapshots)
             alone = one._evaluate_pruned(prep_one, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
@@ -200,9 +203,11 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
         assert two._evaluate_spread(kept, problem.prior, beta_i, beta_r, "float32", 8, {}).tobytes() == alone.tobytes()
     finally:
         two.close()
-    assert split_candidates(576, 64, 2) == [(0, 320), (320, 576)]  # a SIR grid: 9 group pairs, 5 + 4
-    assert split_candidates(100, 64, 3) == [(0, 64), (64, 100), (100, 100)]
-    assert split_candidates(5, 8, 2) == [(0, 5), (5, 5)]
+    grid = deal_candidates(576, 32, 2)  # a SIR grid: 18 groups, 9 each, alternating
+    assert [pick.size for pick in grid] == [288, 288]
+    assert grid[0][31:34].tolist() == [31, 64, 65] and grid[1][:2].tolist() == [32, 33]
+    assert [pick.tolist() for pick in deal_candidates(5, 8, 2)] == [[0, 1, 2, 3, 4], []]
+    assert [pick.size for pick in deal_candidates(100, 64, 3)] == [64, 36, 0]
 
 
 @pytest.mark.parametrize("times", [[T // 2, T], list(range(1, T + 1))])
@@ -350,9 +355,10 @@ def test_fit_worker_errors_are_one_line(graph, monkeypatch):
 
 def test_every_worker_prepares_at_once(graph):
     """With three devices both workers are sent the problem at once (a thread each) and hold it: a
-    round spread over the three (by frames: snapshots at 1, 2, 4, 6 cut the pass into three pieces of
-    two steps; and by candidates) equals one device's, bit for bit. A worker that has stopped fails the prepare in one
-    line, and the other worker's answer is still read, so its pipe stays in step."""
+    round spread over the three (by frames, a round of one group: snapshots at 1, 2, 4, 6 cut the
+    pass into three pieces of two steps; and by candidates, three groups) equals one device's, bit
+    for bit. A worker that has stopped fails the prepare in one line, and the other worker's answer
+    is still read, so its pipe stays in step."""
     from battus.backends.cuda import CUDABackend
     from battus.backends.cuda_workers import WorkerError
     from battus.kernels.cuda_common import WARP
@@ -369,10 +375,13 @@ def test_every_worker_prepares_at_once(graph):
         count = 2 * WARP + 5
         beta_i = np.linspace(0.01, 0.5, count)
         beta_r = np.linspace(0.3, 0.02, count)
-        alone = one.evaluate(one.prepare(problem), problem.prior, beta_i, beta_r, "float32", 8, {})
-        spread = three._evaluate_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {})
-        assert spread.tobytes() == alone.tobytes()
-        # the split by candidates (a pruned round's pieces): 8 + 8 + 5 over the three devices
+        prep_one = one.prepare(problem)
+        alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, "float32", 8, {})
+        by_frames = three._evaluate_spread(prep, problem.prior, beta_i[:WARP], beta_r[:WARP], "float32", 8, {})
+        assert by_frames.tobytes() == alone[:WARP].tobytes()
+        assert three._evaluate_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {}).tobytes() \
+            == alone.tobytes()  # 8 + 8 + 5 dealt over the three devices
+        # a pruned round's piece, by candidates
         by_candidates = three._evaluate_candidates_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {},
                                                         (0, T))
         assert by_candidates.tobytes() == alone.tobytes()

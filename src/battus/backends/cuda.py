@@ -643,20 +643,24 @@ class CUDABackend:
         return state
 
     def evaluate(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str, chunk: int,
-                 scratch: dict, frames: tuple[int, int] | None = None) -> np.ndarray:
+                 scratch: dict, frames: tuple[int, int] | None = None, lanes: int | None = None) -> np.ndarray:
         """Unnormalised Eq. 4 of each candidate on this device, on the host.
 
         ``mode``: ``float32`` or ``float64`` state in groups of :data:`WARP`
         candidates, at most ``chunk`` (rounded up to whole groups) per pass; or
-        ``narrow64``, float64 state in groups of ``narrow_lanes``, all at once.
+        ``narrow64``, float64 state in groups of ``lanes`` (default
+        ``narrow_lanes``), all at once, the pass folded where ``fold`` and
+        the default width allow (:meth:`_evaluate_folded`).
         ``frames``: one piece of the pass (:meth:`_loglik_pass`); a piece that
         does not start at frame 0 gives one row per frame it scores.
         """
         n_cand = np.shape(beta_i)[0]
         if mode == "narrow64":
-            dtype, lanes = np.float64, self.narrow_lanes
+            dtype = np.float64
+            folds = self.fold and frames is None and lanes is None
+            lanes = lanes or self.narrow_lanes
             chunk = -(-n_cand // lanes) * lanes
-            pieces = fold_pieces(prep.host_obs_index, lanes) if self.fold and frames is None else []
+            pieces = fold_pieces(prep.host_obs_index, lanes) if folds else []
             if pieces and n_cand <= lanes:
                 return self._evaluate_folded(prep, prior, beta_i, beta_r, lanes, pieces, scratch)
         elif mode in ("float32", "float64"):
@@ -744,25 +748,26 @@ class CUDABackend:
         return int(np.count_nonzero(prep.host_obs_index[start + 1:stop + 1] >= 0))
 
     def _on_devices(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str,
-                    chunk: int, scratch: dict, bounds: list[tuple[int, int]],
-                    frames: list[tuple[int, int] | None]) -> list[np.ndarray]:
-        """:meth:`evaluate` of candidates ``bounds[k]`` over piece ``frames[k]`` on device k (this
-        one first, then each worker), all at once; the answers in device order, empty slices left out."""
+                    chunk: int, scratch: dict, picks: list[np.ndarray],
+                    frames: list[tuple[int, int] | None], lanes: int | None = None) -> list[np.ndarray]:
+        """:meth:`evaluate` of candidates ``picks[k]`` (indices) over piece ``frames[k]`` on device k
+        (this one first, then each worker; every pick non-empty), all at once; the answers in
+        device order."""
         self._flush_freed()
         prior = np.asarray(prior, dtype=np.float64)
         asked = []
-        for worker, (lo, hi), piece in zip(self._workers, bounds[1:], frames[1:], strict=False):
-            if hi > lo:
-                header = {"op": "evaluate", "key": prep.worker_key, "mode": mode, "chunk": int(chunk)}
-                if piece is not None:
-                    header["frames"] = [int(piece[0]), int(piece[1])]
-                worker.request(header, {"prior": prior, "beta_i": beta_i[lo:hi], "beta_r": beta_r[lo:hi]})
-                asked.append((worker, hi - lo, piece))
+        for worker, pick, piece in zip(self._workers, picks[1:], frames[1:], strict=False):
+            header = {"op": "evaluate", "key": prep.worker_key, "mode": mode, "chunk": int(chunk)}
+            if piece is not None:
+                header["frames"] = [int(piece[0]), int(piece[1])]
+            if lanes is not None:
+                header["lanes"] = int(lanes)
+            worker.request(header, {"prior": prior, "beta_i": beta_i[pick], "beta_r": beta_r[pick]})
+            asked.append((worker, pick.size, piece))
         parts = []
         try:
-            lo, hi = bounds[0]
-            parts.append(self.evaluate(prep, prior, beta_i[lo:hi], beta_r[lo:hi], mode, chunk, scratch,
-                                       frames[0]))
+            parts.append(self.evaluate(prep, prior, beta_i[picks[0]], beta_r[picks[0]], mode, chunk, scratch,
+                                       frames[0], lanes))
         finally:  # every answer is read, so that the pipes stay in step even when this device failed
             for worker, count, piece in asked:
                 values = worker.reply()["arrays"].get("values")
@@ -775,49 +780,68 @@ class CUDABackend:
 
     def _evaluate_candidates_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray,
                                     mode: str, chunk: int, scratch: dict,
-                                    frames: tuple[int, int] | None = None) -> np.ndarray:
-        """:meth:`evaluate` over the pass or one piece of it, the candidates cut into whole groups
-        of :data:`WARP` over this device and the workers (one device, or one group: here alone);
-        the answers side by side."""
-        if not (self._spread and prep.worker_key is not None) or beta_i.shape[0] <= WARP:
-            return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch, frames)
-        bounds = split_candidates(beta_i.shape[0], WARP, 1 + len(self._workers))
-        parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, bounds, [frames] * len(bounds))
-        return np.concatenate(parts, axis=-1)
+                                    frames: tuple[int, int] | None = None, lanes: int | None = None) -> np.ndarray:
+        """:meth:`evaluate` over the pass or one piece of it, the candidates' groups (of
+        :data:`WARP`, or of ``lanes`` in ``narrow64``) dealt over this device and the workers
+        (:func:`deal_candidates`; one device, or one group: here alone); each answer put back in
+        its candidates' places."""
+        n_cand = beta_i.shape[0]
+        unit = lanes or WARP
+        if not (self._spread and prep.worker_key is not None) or n_cand <= unit:
+            return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch, frames, lanes)
+        picks = [pick for pick in deal_candidates(n_cand, unit, 1 + len(self._workers)) if pick.size]
+        parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, picks, [frames] * len(picks),
+                                 lanes)
+        rows = self._scored_rows(prep, frames)
+        values = np.empty(n_cand if rows is None else (rows, n_cand))
+        for pick, part in zip(picks, parts, strict=True):
+            values[..., pick] = part
+        return values
 
     def _evaluate_spread(self, prep: CUDAPrepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, mode: str,
                          chunk: int, scratch: dict) -> np.ndarray:
-        """:meth:`evaluate` spread over this device and the workers, by frames or by candidates.
+        """:meth:`evaluate` spread over this device and the workers, by candidates or by frames.
 
+        A round of several groups of :data:`WARP` candidates is dealt over the
+        devices in whole groups (:meth:`_evaluate_candidates_spread`), and so
+        is the float64 re-score, in narrower groups: ``narrow_lanes`` shared
+        out (4 lanes each on two devices), every device running the whole
+        pass, unfolded.
+
+        What is left (a round of one group; one re-scored candidate) is split
+        by frames where the observations cut the pass into balanced pieces
+        (:func:`segment_pieces`; the benchmark schedule {T/2, T} halves it).
         Every observation is a full snapshot and the fitting pass restarts
         from it (:func:`battus.kernels.fit_cuda.batch_score_reset`), so the
-        pass falls into independent pieces between observed frames. Where the
-        observations cut it into balanced pieces (:func:`segment_pieces`; the
-        benchmark schedule {T/2, T} halves it), each device runs every
-        candidate over one piece: this device the first, from the prior, each
-        worker a later one, from its first frame's observation, answering one
-        row per frame it scores. The rows are added on the host in frame order,
-        as the one-device pass adds them on the device, so every value is the
-        same bit for bit. Unlike a split by candidates this also halves the
-        float64 re-score and rounds of one group (SI's), which a split by
-        candidates cannot shorten.
+        pieces are independent: this device runs the first, from the prior,
+        each worker a later one, from its first frame's observation, answering
+        one row per frame it scores. The rows are added on the host in frame
+        order, as the one-device pass adds them on the device, so every value
+        is the same bit for bit. Otherwise it stays on this device.
 
-        Otherwise the candidates are cut into one contiguous slice of whole
-        groups of :data:`WARP` per device (a SIR refinement round of 49 goes
-        out as 32 + 17: a lone group costs about half a pair, Orkut-sized
-        float32 step on an H100 12.2 ms against 23.3 ms); a round of one group
-        or less, and the float64 re-score, then stay on this device (the
-        re-score split 4 + 4 took 0.389 s against 0.385 s on 2 H100s).
+        Candidates before frames, because a later piece costs far less than
+        the first: after a reset to an observed I or R a vertex is absorbed
+        and skips its gathers. Orkut-sized SIR refinement round on an H100:
+        49 candidates in float32 by frames 0-20 / 20-40 219 / 96 ms, by
+        candidates 32 / 17 (each the whole pass) 166 / 166 ms; the re-score
+        of 8 by frames 115 / 32 ms, by candidates 4 + 4 in 4 lanes 102 / 102 ms.
         """
         n_cand = beta_i.shape[0]
         if not (self._spread and prep.worker_key is not None):
             return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
-        pieces = self._segment(prep, 1 + len(self._workers))
-        if len(pieces) == 1:
-            if mode == "narrow64":
-                return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
+        devices = 1 + len(self._workers)
+        if mode == "narrow64":
+            lanes = 1 << (max(1, self.narrow_lanes // devices).bit_length() - 1)  # a power of two, as WARP
+            if n_cand > lanes:
+                return self._evaluate_candidates_spread(prep, prior, beta_i, beta_r, mode, chunk, scratch,
+                                                        lanes=lanes)
+        elif n_cand > WARP:
             return self._evaluate_candidates_spread(prep, prior, beta_i, beta_r, mode, chunk, scratch)
-        parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, [(0, n_cand)] * len(pieces),
+        pieces = self._segment(prep, devices)
+        if len(pieces) == 1:
+            return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
+        everyone = np.arange(n_cand)
+        parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, [everyone] * len(pieces),
                                  pieces)
         total = parts[0]
         for rows in parts[1:]:
@@ -842,7 +866,7 @@ class CUDABackend:
         below the ``POLISH``-th best total cannot reach the re-score (ties
         excluded: the comparison is on the values divided by ``norm``, as
         the arg-sort sees them), and neither can any after it in A's order.
-        With fitting workers, each piece's candidates are cut over the devices
+        With fitting workers, each piece's candidates are dealt over the devices
         (:meth:`_evaluate_candidates_spread`). On the benchmark schedule B runs
         for 64 (LiveJournal-sized) and 93 (Orkut-sized) of a SIR grid's 576.
         """
@@ -857,6 +881,9 @@ class CUDABackend:
         for _ in range(rows_b):
             bound = bound + slack
         values = np.full(n_cand, -np.inf)
+        # a batch of B is one pass of ``chunk``, also with workers. A pass per device (two H100s) ran
+        # the 93 candidates Orkut-sized B needs in 95 ms rather than 54 + 56, but LiveJournal-sized,
+        # where B needs 64 (one pass of 32 per device), it ran 64 per device in 161 ms
         per_pass = max(WARP, -(-chunk // WARP) * WARP)
         threshold = -np.inf
         done = 0
@@ -990,13 +1017,14 @@ def fold_pieces(obs_index: np.ndarray, lanes: int) -> list[tuple[int, int]]:
     return [(0, half), (half, last)]
 
 
-def split_candidates(n_cand: int, lanes: int, parts: int) -> list[tuple[int, int]]:
-    """``parts`` contiguous (lo, hi) slices of ``n_cand`` candidates in whole units of ``lanes``, as
-    even as possible, the first slices the larger (empty where there are fewer units than parts)."""
-    units = -(-n_cand // lanes)
-    bounds, lo = [], 0
-    for k in range(parts):
-        hi = min(n_cand, lo + (units // parts + (k < units % parts)) * lanes)
-        bounds.append((lo, hi))
-        lo = hi
-    return bounds
+def deal_candidates(n_cand: int, lanes: int, parts: int) -> list[np.ndarray]:
+    """The indices of ``n_cand`` candidates dealt to ``parts`` devices in whole groups of ``lanes``,
+    group g to device g mod ``parts`` (an empty array where there are fewer groups than parts).
+
+    Dealt rather than cut into contiguous slices because a group's cost
+    follows its rates: a SIR grid's low-beta_i half costs more (fewer
+    absorbed vertices), so contiguous halves of the Orkut-sized grid's first
+    piece took 2,003 and 1,807 ms on one H100.
+    """
+    groups = np.arange(n_cand) // lanes
+    return [np.flatnonzero(groups % parts == k) for k in range(parts)]

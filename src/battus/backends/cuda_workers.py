@@ -208,7 +208,8 @@ def serve(device: int, inbox: BinaryIO, outbox: BinaryIO) -> None:
                 frames = header.get("frames")
                 values = backend.evaluate(prep, arrays["prior"], arrays["beta_i"], arrays["beta_r"],
                                           header["mode"], int(header["chunk"]), scratch,
-                                          None if frames is None else (int(frames[0]), int(frames[1])))
+                                          None if frames is None else (int(frames[0]), int(frames[1])),
+                                          int(header["lanes"]) if "lanes" in header else None)
                 send(outbox, {}, {"values": values})
             elif op == "free":  # unanswered: sent from wherever the driver's next request is
                 problems.pop(header["key"], None)
