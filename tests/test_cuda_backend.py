@@ -207,6 +207,7 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
     assert [pick.size for pick in grid] == [288, 288]
     assert grid[0][31:34].tolist() == [31, 64, 65] and grid[1][:2].tolist() == [32, 33]
     assert [pick.tolist() for pick in deal_candidates(5, 8, 2)] == [[0, 1, 2, 3, 4], []]
+    assert [pick.tolist() for pick in deal_candidates(7, 4, 2)] == [[0, 1, 2, 3], [4, 5, 6]]  # a re-score
     assert [pick.size for pick in deal_candidates(100, 64, 3)] == [64, 36, 0]
 
 
