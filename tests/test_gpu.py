@@ -5,7 +5,8 @@
   decision boundary (threshold tau, or a MAP near-tie); same four-decimal scores;
 * degree-binned pressure kernel against the thread-per-vertex reference on a
   heavy-tailed graph with hubs; batched likelihood against the CPU;
-* the simulator bit-identical to the CPU one.
+* the simulator bit-identical to the CPU one;
+* with two devices, fitted Battus over GPUs 0 and 1 bit-identical to one GPU.
 
 Set ``BATTUS_GPU_REPORT=path.json`` to write every comparison to a file.
 """
@@ -240,3 +241,37 @@ def test_causal_decoder_matches_cpu_heavy(heavy_graph, gpu):
     REPORT["causal/heavy"] = row
     assert row["stats"][0] > 1000  # many violators, over many blocks
     _assert_causal_row(row)
+
+
+def _gpu_count() -> int:
+    from numba import cuda
+
+    return len(cuda.gpus)
+
+
+@pytest.mark.skipif(not _gpu_available() or _gpu_count() < 2, reason="needs two CUDA devices")
+def test_fit_over_two_gpus_is_identical(canonical, heavy_graph, gpu):
+    """Fitted Battus spread over GPUs 0 and 1 (``devices``): every canonical dataset's and a heavy
+    graph's fitted rates, each fitting round's objective and decoded history equal one GPU's, bit
+    for bit (the grid's pruned pieces, the refinement rounds and the re-score are all dealt)."""
+    from battus.backends.cuda import CUDABackend
+    from battus.fit import fit_rates
+
+    two = CUDABackend(devices=(0, 1))
+    try:
+        two.warm_up(fit=True)
+        assert len(two._workers) == 1
+        problems = [Problem(c.graph, c.model, c.T, c.n0, observe(c.truth, schedule_times(c.T)), c.truth, name)
+                    for name, c in canonical.items()]
+        truth = simulate(heavy_graph, "sir", 20, 50, 0.1, 0.1, seed=4, backend="cuda")
+        problems.append(Problem(heavy_graph, "sir", 20, 50, observe(truth, schedule_times(20)), truth, "heavy"))
+        for problem in problems:
+            one_fit = fit_rates(gpu, gpu.prepare(problem), problem)
+            two_fit = fit_rates(two, two.prepare(problem), problem)
+            assert two_fit == one_fit, problem.name
+            one_run = reconstruct(problem, method_options("battus"), gpu)
+            two_run = reconstruct(problem, method_options("battus"), two)
+            assert (two_run.beta_i, two_run.beta_r) == (one_run.beta_i, one_run.beta_r), problem.name
+            assert np.array_equal(two_run.t_inf, one_run.t_inf) and np.array_equal(two_run.t_rec, one_run.t_rec)
+    finally:
+        two.close()
