@@ -263,6 +263,15 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
                 f"  phases {row['runs'][key]['phases_median_s']}")
             backend.close()
             del prep, backend
+        for method in methods:  # each further GPU set against the first: speed-up and the same results
+            first, *others = [f"{method}/{model}" + (f"@{','.join(map(str, d))}" if d else "") for d in device_sets]
+            for key in others:
+                a, b = row["runs"][first], row["runs"][key]
+                same = (a["beta"], a["hitting_times_sha256"]) == (b["beta"], b["hitting_times_sha256"])
+                row.setdefault("speedups", {})[key] = {"against": first, "speedup": a["median_s"] / b["median_s"],
+                                                       "same_results": same}
+                log(f"  {key} against {first}: {a['median_s'] / b['median_s']:.3f}x, "
+                    f"same rates and hitting times: {'yes' if same else 'NO'}")
     return row
 
 
