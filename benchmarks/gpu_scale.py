@@ -247,7 +247,7 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
                 floor += fit_floor_bytes(graph.m, int(times[-1]),
                                          candidates_of(options.fit_settings, model == "sir"))
             floor_seconds = floor / bandwidth
-            key = f"{method}/{model}" + (f"@{','.join(map(str, devices))}" if devices else "")
+            key = run_key(method, model, devices)
             row["runs"][key] = {
                 "median_s": median, "samples_s": samples,
                 "phases_median_s": {k: statistics.median(p[k] for p in phases) for k in phases[0]},
@@ -264,7 +264,7 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
             backend.close()
             del prep, backend
         for method in methods:  # each further GPU set against the first: speed-up and the same results
-            first, *others = [f"{method}/{model}" + (f"@{','.join(map(str, d))}" if d else "") for d in device_sets]
+            first, *others = [run_key(method, model, devices) for devices in device_sets]
             for key in others:
                 a, b = row["runs"][first], row["runs"][key]
                 same = (a["beta"], a["hitting_times_sha256"]) == (b["beta"], b["hitting_times_sha256"])
@@ -273,6 +273,11 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
                 log(f"  {key} against {first}: {a['median_s'] / b['median_s']:.3f}x, "
                     f"same rates and hitting times: {'yes' if same else 'NO'}")
     return row
+
+
+def run_key(method: str, model: str, devices: tuple[int, ...]) -> str:
+    """A run's name in the output: ``battus/sir``, or ``battus/sir@0,1`` on a set of GPUs."""
+    return f"{method}/{model}" + (f"@{','.join(map(str, devices))}" if devices else "")
 
 
 def main(argv=None) -> int:

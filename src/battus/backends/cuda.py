@@ -738,6 +738,10 @@ class CUDABackend:
             prep.pieces[parts] = segment_pieces(prep.host_obs_index, parts)
         return prep.pieces[parts]
 
+    def _spreads(self, prep: CUDAPrepared) -> bool:
+        """Whether this problem's fitting rounds go to the workers too (prepared there)."""
+        return self._spread and prep.worker_key is not None
+
     @staticmethod
     def _scored_rows(prep: CUDAPrepared, frames: tuple[int, int] | None) -> int | None:
         """What an evaluation over ``frames`` answers: one value per candidate (None) for a whole
@@ -787,7 +791,7 @@ class CUDABackend:
         its candidates' places."""
         n_cand = beta_i.shape[0]
         unit = lanes or WARP
-        if not (self._spread and prep.worker_key is not None) or n_cand <= unit:
+        if not self._spreads(prep) or n_cand <= unit:
             return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch, frames, lanes)
         picks = [pick for pick in deal_candidates(n_cand, unit, 1 + len(self._workers)) if pick.size]
         parts = self._on_devices(prep, prior, beta_i, beta_r, mode, chunk, scratch, picks, [frames] * len(picks),
@@ -827,7 +831,7 @@ class CUDABackend:
         of 8 by frames 115 / 32 ms, by candidates 4 + 4 in 4 lanes 102 / 102 ms.
         """
         n_cand = beta_i.shape[0]
-        if not (self._spread and prep.worker_key is not None):
+        if not self._spreads(prep):
             return self.evaluate(prep, prior, beta_i, beta_r, mode, chunk, scratch)
         devices = 1 + len(self._workers)
         if mode == "narrow64":
@@ -874,7 +878,7 @@ class CUDABackend:
         n_cand = beta_i.shape[0]
         head = self._evaluate_candidates_spread(prep, prior, beta_i, beta_r, "float32", chunk, scratch,
                                                 (a_start, a_stop))
-        rows_b = int(np.count_nonzero(prep.host_obs_index[b_start + 1:b_stop + 1] >= 0))
+        rows_b = self._scored_rows(prep, (b_start, b_stop))
         slack = prep.n * 1e-6 * (b_stop - b_start + 3)
         order = np.argsort(-head, kind="stable")
         bound = head.copy()
