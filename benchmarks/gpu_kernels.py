@@ -91,8 +91,8 @@ def pull_step(graph, repeats: int, log) -> list:
 
         def launch(kern=kern, out=out):
             kern[grid, tpb](prep.indptr, prep.gather_indices, f_i, beta, out, b["thread_verts"],
-                            b["warp_verts"], b["hub_start"], b["hub_end"], b["partial"],
-                            b["n_thread_blocks"], b["n_warp_blocks"])
+                            b["warp_verts"], b["hub_start"], b["hub_end"], b["hub_vertex"], b["partial"],
+                            b["n_thread_blocks"], b["n_warp_blocks"], prep.obs_states[0], False)
             if b["n_hubs"]:
                 K.finish_hubs[max(1, -(-b["n_hubs"] // tpb)), tpb](b["hub_verts"], b["hub_ptr"],
                                                                     b["partial"], out)

@@ -142,13 +142,13 @@ def pressure_step_times(graph, backend_cls, repeats: int = 20) -> dict:
         be = backend_cls(kernel=kernel)
         prep = be.prepare(problem)
         log_rho = cuda.device_array(n, dtype=np.float32)
-        be._pressure_step(prep, f_i, np.float32(0.1), log_rho)
+        be._pressure_step(prep, f_i, np.float32(0.1), log_rho, None)
         cuda.synchronize()
         times = []
         for _ in range(repeats):
             start, stop = cuda.event(), cuda.event()
             start.record()
-            be._pressure_step(prep, f_i, np.float32(0.1), log_rho)
+            be._pressure_step(prep, f_i, np.float32(0.1), log_rho, None)
             stop.record()
             stop.synchronize()
             times.append(start.elapsed_time(stop))

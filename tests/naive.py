@@ -22,15 +22,21 @@ def naive_pressure(graph: Graph, f_inf: np.ndarray, beta_i: float) -> np.ndarray
     return np.exp(np.bincount(dst, weights=log_keep, minlength=graph.n))
 
 
-def naive_mean_field_pressures(problem: Problem, beta_i: float, beta_r: float, reset: bool) -> np.ndarray:
+def naive_mean_field_pressures(problem: Problem, beta_i: float, beta_r: float, reset: bool,
+                               pin: bool = True) -> np.ndarray:
+    """Every frame's pressure; with ``reset`` and ``pin``, a vertex the last reset put in I or R
+    has the neutral pressure 1 until the next observed frame (its value there changes nothing)."""
     n, T = problem.n, problem.T
     obs_index = problem.observations.index(T)
     f = np.repeat(problem.prior[:, None], n, axis=1)
     rho = np.empty((T + 1, n))
+    pinned = np.zeros(n, dtype=bool)
     for t in range(T + 1):
         rho[t] = naive_pressure(problem.graph, f[1], beta_i)
+        rho[t, pinned] = 1.0
         if reset and obs_index[t] >= 0:  # scored (and pressured) first, then reset
             f = np.eye(3)[problem.observations.states[obs_index[t]]].T
+            pinned = (problem.observations.states[obs_index[t]] != 0) & pin
         if t < T:
             k = f[1] + f[0] * (1.0 - rho[t])
             f = np.stack([f[0] * rho[t], k * (1.0 - beta_r), f[2] + k * beta_r])

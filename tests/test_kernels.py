@@ -100,3 +100,38 @@ def test_projected_history_agrees_with_every_observation():
         states = states_from_hitting_times(t_inf, t_rec, problem.T)
         np.testing.assert_array_equal(states[problem.observations.times], problem.observations.states)
         assert np.all(np.diff(states.astype(int), axis=0) >= 0)
+
+
+@pytest.mark.parametrize("kind,model,k", [c for c in CASES if c[2] != 1])
+def test_pinned_pressures_change_no_posterior(kind, model, k):
+    """A vertex the last reset put in I or R takes the neutral pressure 1 (not gathered): its
+    posteriors there have no S mass, so every posterior stays the same up to the backward
+    normaliser's rounding, and every decoded history is the same."""
+    problem = make_problem(kind, model, k)
+    beta_i, beta_r = 0.12, (0.08 if model == "sir" else 0.0)
+    pinned = ref.naive_mean_field_pressures(problem, beta_i, beta_r, True)
+    gathered = ref.naive_mean_field_pressures(problem, beta_i, beta_r, True, pin=False)
+    obs = problem.observations
+    mask = np.zeros_like(pinned, dtype=bool)  # (t, u) with u in I or R at the last observed frame before t
+    for t, states in zip(obs.times, obs.states, strict=True):
+        mask[t + 1:, states != 0] = True
+        mask[t + 1:, states == 0] = False
+    assert mask.any()
+    np.testing.assert_array_equal(pinned[mask], 1.0)
+    np.testing.assert_array_equal(pinned[~mask], gathered[~mask])
+    if kind != "star":  # a star's leaves have one in-neighbour, often pressure-free anyway
+        assert np.any(gathered[mask] != 1.0)
+    backend = CPUBackend()
+    prep = backend.prepare(problem)
+    rho = backend.pressures(prep, problem.prior, beta_i, beta_r, True)
+    np.testing.assert_allclose(rho, pinned, rtol=0, atol=1e-12)
+    for backward in (True, False):
+        want = ref.naive_forward_backward(problem, gathered, beta_r, backward)
+        gamma = backend.posteriors(prep, rho, problem.prior, beta_r, backward)
+        assert np.max(np.abs(gamma - want)) <= 1e-12
+        for decoder in ("threshold", "map"):
+            got = backend.hitting_times(prep, gamma, decoder, 0.65, model == "sir", False)
+            full = backend.hitting_times(prep, backend.posteriors(prep, gathered, problem.prior, beta_r, backward),
+                                         decoder, 0.65, model == "sir", False)
+            for a, b in zip(got, full, strict=True):
+                np.testing.assert_array_equal(a, b)

@@ -385,6 +385,7 @@ class CUDABackend:
             "hub_ptr": self._upload(hub_ptr),
             "hub_start": self._upload(hub_start.astype(np.int64)),
             "hub_end": self._upload(hub_end.astype(np.int64)),
+            "hub_vertex": self._upload(hub_verts[owner].astype(np.int32)),  # each chunk's vertex
             "partial": self._alloc(max(1, int(hub_ptr[-1])), np.float64),
             "n_thread_blocks": (thread_verts.shape[0] + self.threads - 1) // self.threads,
             "n_warp_blocks": (warp_verts.shape[0] + warps_per_block - 1) // warps_per_block,
@@ -427,20 +428,24 @@ class CUDABackend:
 
     # -- mean-field pressures
 
-    def _pressure_step(self, prep: CUDAPrepared, f_i, beta32, log_rho_t) -> None:
+    def _pressure_step(self, prep: CUDAPrepared, f_i, beta32, log_rho_t, pinned) -> None:
+        """One frame's log-pressures; ``pinned`` is the snapshot of the last reset (its I and R
+        vertices take L = 0 without gathering), or None."""
         n = prep.n
         tpb = self.threads
+        pinning = pinned is not None
+        pinned = pinned if pinning else prep.obs_states[0]  # a typed placeholder, never read
         if self.kernel == "thread":
             K.pressure_thread[blocks(n, tpb), tpb](prep.indptr, prep.gather_indices, f_i, beta32,
-                                                   log_rho_t)
+                                                   log_rho_t, pinned, pinning)
             return
         b = prep.bins
         grid = b["n_thread_blocks"] + b["n_warp_blocks"] + b["n_hub_chunks"]
         if grid:
             K.pressure_binned[grid, tpb](
                 prep.indptr, prep.gather_indices, f_i, beta32, log_rho_t, b["thread_verts"],
-                b["warp_verts"], b["hub_start"], b["hub_end"], b["partial"],
-                b["n_thread_blocks"], b["n_warp_blocks"],
+                b["warp_verts"], b["hub_start"], b["hub_end"], b["hub_vertex"], b["partial"],
+                b["n_thread_blocks"], b["n_warp_blocks"], pinned, pinning,
             )
         if b["n_hubs"]:
             K.finish_hubs[blocks(b["n_hubs"], tpb), tpb](b["hub_verts"], b["hub_ptr"], b["partial"],
@@ -453,7 +458,9 @@ class CUDABackend:
         The update stays a separate launch: fusing it into the pull kernels
         (commit 0bb21a6) made the Orkut-sized Battus-Z run 118.8 ms instead of
         100.7 ms on an H100 (the inlined float64 update raised the pull
-        kernel's register use even on steps without it).
+        kernel's register use even on steps without it). With ``reset``, the
+        vertices the last reset put in I or R are pinned: L = 0, not gathered,
+        as on the CPU (:func:`battus.kernels.infer_cpu.mean_field_pressures`).
         """
         n, T = prep.n, prep.T
         tpb = self.threads
@@ -465,16 +472,19 @@ class CUDABackend:
         obs_index = prep.host_obs_index
         K.fill_state[grid, tpb](np.float32(prior[0]), np.float32(prior[1]), f_s, f_i)
         beta32 = np.float32(beta_i)
+        pinned = None
         for t in range(T + 1):
             if t == 0:  # the pressure of frame 0 always comes from the uniform prior
                 K.uniform_pressure[grid, tpb](prep.indptr, beta32, np.float32(prior[1]), log_rho[0])
             else:
-                self._pressure_step(prep, f_i, beta32, log_rho[t])
+                self._pressure_step(prep, f_i, beta32, log_rho[t], pinned)
             if t < T:
                 do_reset = bool(reset and obs_index[t] >= 0)
                 row = prep.obs_states[obs_index[t]] if do_reset else prep.obs_states[0]
                 K.mean_field_update[grid, tpb](log_rho[t], float(beta_r), f_s, f_i, prep.gather_id, row,
                                               do_reset)
+                if do_reset:
+                    pinned = row
         return DevicePressures(log_rho)
 
     def posteriors(self, prep: CUDAPrepared, rho: DevicePressures, prior, beta_r: float,

@@ -39,7 +39,7 @@ _project_vertex = _inline(rules.project_vertex_py)
 
 @numba.njit(parallel=True, cache=True)
 def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, keep, f_i_next, keep_next, f_r, rho_out, update,
-                         observed):
+                         observed, pinned):
     # Fused step: vertex u's pressure reads the neighbours' current factors
     # keep[v] = 1 - beta_i * f_i[v] (computed once per vertex, not once per
     # arc: the same float64 value the arc would compute), and u's own next
@@ -47,15 +47,19 @@ def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, keep, f_i_ne
     # value another thread already advanced. With a reset snapshot
     # (``observed`` non-empty) the frame's pressure is still taken from the
     # propagated marginals, and only the propagation continues from the
-    # snapshot: "reset after it is scored".
+    # snapshot: "reset after it is scored". A vertex ``pinned`` (non-empty: the
+    # snapshot of the last reset before this frame) to I or R takes the neutral
+    # pressure 1 without gathering (see :func:`mean_field_pressures`).
     n = indptr.shape[0] - 1
     reset = observed.shape[0] > 0
+    pinning = pinned.shape[0] > 0
     for u in prange(n):
         acc = 1.0
-        # unsigned arc and vertex indices (both are validated non-negative): Numba then skips the
-        # negative-index wraparound, two extra instructions per index in the innermost loop
-        for e in range(np.uint64(indptr[u]), np.uint64(indptr[u + 1])):
-            acc *= keep[np.uint64(indices[e])]
+        if not (pinning and pinned[u] != 0):
+            # unsigned arc and vertex indices (both are validated non-negative): Numba then skips the
+            # negative-index wraparound, two extra instructions per index in the innermost loop
+            for e in range(np.uint64(indptr[u]), np.uint64(indptr[u + 1])):
+                acc *= keep[np.uint64(indices[e])]
         rho_out[u] = acc
         if reset:
             y = observed[u]
@@ -84,6 +88,16 @@ def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, o
     observed frame before the propagation continues (the snapshot is scored
     first, then reset, as in the fitting objective); this reproduces the
     paper's fitted Battus rows and its Panel A column.
+
+    Pinned vertices. With ``reset``, a vertex whose last reset before frame t
+    put it in I or R has f_S = 0 from then to the next observed frame, and
+    its posteriors there have no S mass: the forward message keeps
+    alpha_S = 0 and the backward message's S entry only enters a common
+    normaliser. So its pressure in those frames changes no marginal and no
+    posterior (up to that normaliser's rounding), and it is not gathered:
+    ``out_rho[t, u] = 1``, the neutral pressure, in both backends
+    (:func:`battus.backends.cuda.CUDABackend.pressures`). Without ``reset``
+    every pressure is gathered, since the marginals then keep their S mass.
     """
     n = indptr.shape[0] - 1
     f_s = np.full(n, prior[0])
@@ -93,10 +107,13 @@ def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, o
     keep_next = np.empty(n)
     f_r = np.full(n, prior[2])
     no_reset = np.empty(0, dtype=np.uint8)
+    pinned = no_reset
     for t in range(T + 1):
         observed = obs_states[obs_index[t]] if (reset and obs_index[t] >= 0) else no_reset
         _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, keep, f_i_next, keep_next, f_r, out_rho[t],
-                             t < T, observed)
+                             t < T, observed, pinned)
+        if observed.shape[0] > 0:
+            pinned = observed
         f_i, f_i_next = f_i_next, f_i
         keep, keep_next = keep_next, keep
 

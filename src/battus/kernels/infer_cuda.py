@@ -58,14 +58,15 @@ def fill_state(prior_s, prior_i, f_s, f_i):
 
 
 @cuda.jit
-def pressure_thread(indptr, indices, f_i, beta_i, log_rho):
+def pressure_thread(indptr, indices, f_i, beta_i, log_rho, pinned, pinning):
     """Reference kernel: one thread per vertex, whatever its degree."""
     u = cuda.grid(1)
     if u >= log_rho.shape[0]:
         return
     acc = 0.0
-    for e in range(indptr[u], indptr[u + 1]):
-        acc += math.log1p(-beta_i * f_i[indices[e]])
+    if not (pinning and pinned[u] != 0):
+        for e in range(indptr[u], indptr[u + 1]):
+            acc += math.log1p(-beta_i * f_i[indices[e]])
     log_rho[u] = acc
 
 
@@ -99,11 +100,15 @@ def _log_sum(indices, f_i, beta, lo, hi, step):
 
 @cuda.jit
 def pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_verts,
-                     hub_start, hub_end, partial, n_thread_blocks, n_warp_blocks):
+                     hub_start, hub_end, hub_vertex, partial, n_thread_blocks, n_warp_blocks, pinned, pinning):
     """Degree-binned pressure: blocks [0, a) thread bin, [a, b) warp bin, [b, ...) hub chunks.
 
     Each block takes one branch as a whole, so the barriers inside are uniform.
     ``beta_i`` is float32: every term is a float32 log1p, the sum is float64.
+    With ``pinning``, a vertex with ``pinned[u] != 0`` (its last reset put it in
+    I or R) gathers nothing and gets L = 0, the neutral pressure
+    (:func:`battus.kernels.infer_cpu.mean_field_pressures` says why); a hub's
+    chunks then write 0 partials, uniformly per block.
     """
     sm = cuda.shared.array(BLOCK, dtype=np.float64)
     tid = cuda.threadIdx.x
@@ -113,7 +118,10 @@ def pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_ve
         k = block * bdim + tid
         if k < thread_verts.shape[0]:
             u = thread_verts[k]
-            log_rho[u] = _log_sum(indices, f_i, beta_i, indptr[u], indptr[u + 1], 1)
+            if pinning and pinned[u] != 0:
+                log_rho[u] = 0.0
+            else:
+                log_rho[u] = _log_sum(indices, f_i, beta_i, indptr[u], indptr[u + 1], 1)
         return
     block -= n_thread_blocks
     if block < n_warp_blocks:
@@ -122,7 +130,8 @@ def pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_ve
         acc = 0.0
         if k < warp_verts.shape[0]:
             u = warp_verts[k]
-            acc = _log_sum(indices, f_i, beta_i, indptr[u] + lane, indptr[u + 1], WARP)
+            if not (pinning and pinned[u] != 0):
+                acc = _log_sum(indices, f_i, beta_i, indptr[u] + lane, indptr[u + 1], WARP)
         if SHUFFLE:
             acc = warp_sum(acc)
             if lane == 0 and k < warp_verts.shape[0]:
@@ -135,6 +144,10 @@ def pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_ve
             log_rho[warp_verts[k]] = sm[tid]
         return
     chunk = block - n_warp_blocks
+    if pinning and pinned[hub_vertex[chunk]] != 0:
+        if tid == 0:
+            partial[chunk] = 0.0
+        return
     acc = _log_sum(indices, f_i, beta_i, hub_start[chunk] + tid, hub_end[chunk], bdim)
     if SHUFFLE:  # warps reduce with shuffles, then one barrier and a fixed-order sum
         acc = warp_sum(acc)
