@@ -24,16 +24,25 @@ def naive_pressure(graph: Graph, f_inf: np.ndarray, beta_i: float) -> np.ndarray
 
 def naive_mean_field_pressures(problem: Problem, beta_i: float, beta_r: float, reset: bool,
                                pin: bool = True) -> np.ndarray:
-    """Every frame's pressure; with ``reset`` and ``pin``, a vertex the last reset put in I or R
-    has the neutral pressure 1 until the next observed frame (its value there changes nothing)."""
+    """Every frame's pressure. With ``pin``, pressures nothing reads are neutral (1): with
+    ``reset``, those of a vertex the last reset put in I or R, until the next observed frame;
+    reset or not, every one after the first observed frame from which no snapshot has an S."""
     n, T = problem.n, problem.T
-    obs_index = problem.observations.index(T)
+    obs = problem.observations
+    obs_index = obs.index(T)
+    settled = T
+    for k in range(len(obs.times) - 1, -1, -1):
+        if not np.all(obs.states[k] != 0):
+            break
+        settled = int(obs.times[k])
     f = np.repeat(problem.prior[:, None], n, axis=1)
     rho = np.empty((T + 1, n))
     pinned = np.zeros(n, dtype=bool)
     for t in range(T + 1):
         rho[t] = naive_pressure(problem.graph, f[1], beta_i)
         rho[t, pinned] = 1.0
+        if pin and t > settled:
+            rho[t] = 1.0
         if reset and obs_index[t] >= 0:  # scored (and pressured) first, then reset
             f = np.eye(3)[problem.observations.states[obs_index[t]]].T
             pinned = (problem.observations.states[obs_index[t]] != 0) & pin

@@ -13,7 +13,7 @@ import pytest
 
 from battus.backends import CPUBackend
 from battus.graph import from_arcs
-from battus.problem import Problem, observe
+from battus.problem import Problem, observe, settled_frame
 from battus.simulate import simulate
 
 
@@ -102,28 +102,49 @@ def test_projected_history_agrees_with_every_observation():
         assert np.all(np.diff(states.astype(int), axis=0) >= 0)
 
 
-@pytest.mark.parametrize("kind,model,k", [c for c in CASES if c[2] != 1])
-def test_pinned_pressures_change_no_posterior(kind, model, k):
-    """A vertex the last reset put in I or R takes the neutral pressure 1 (not gathered): its
-    posteriors there have no S mass, so every posterior stays the same up to the backward
-    normaliser's rounding, and every decoded history is the same."""
-    problem = make_problem(kind, model, k)
+def _settling_problem(model):
+    """An epidemic that reaches every vertex before the middle snapshot (frames 6 and 12 observed)."""
+    rng = np.random.default_rng(11)
+    graph = random_graph("dense-undirected", 120, rng)
+    truth = simulate(graph, model, 12, n0=20, beta_i=0.9, beta_r=0.05, seed=11)
+    problem = Problem(graph=graph, model=model, T=12, n0=20, observations=observe(truth, np.array([6, 12])),
+                      truth=truth)
+    assert np.all(truth[6] != 0)
+    return problem
+
+
+PINNED_CASES = [(kind, model, k, False) for kind, model, k in CASES if k != 1] + [
+    ("settling", model, 2, True) for model in ("si", "sir")]
+
+
+@pytest.mark.parametrize("kind,model,k,settles", PINNED_CASES)
+@pytest.mark.parametrize("reset", [True, False])
+def test_pinned_pressures_change_no_posterior(kind, model, k, settles, reset):
+    """Pressures nothing reads are neutral (1) and not gathered: with reset, a vertex the last
+    reset put in I or R, until the next observed frame; reset or not, every vertex after the
+    settled frame. Its posteriors there have no S mass, so every posterior stays the same up to
+    the backward normaliser's rounding, and every decoded history is the same."""
+    problem = _settling_problem(model) if settles else make_problem(kind, model, k)
     beta_i, beta_r = 0.12, (0.08 if model == "sir" else 0.0)
-    pinned = ref.naive_mean_field_pressures(problem, beta_i, beta_r, True)
-    gathered = ref.naive_mean_field_pressures(problem, beta_i, beta_r, True, pin=False)
+    pinned = ref.naive_mean_field_pressures(problem, beta_i, beta_r, reset)
+    gathered = ref.naive_mean_field_pressures(problem, beta_i, beta_r, reset, pin=False)
     obs = problem.observations
-    mask = np.zeros_like(pinned, dtype=bool)  # (t, u) with u in I or R at the last observed frame before t
-    for t, states in zip(obs.times, obs.states, strict=True):
-        mask[t + 1:, states != 0] = True
-        mask[t + 1:, states == 0] = False
-    assert mask.any()
+    settled = settled_frame(obs.times, obs.states, problem.T)
+    assert settled < problem.T or not settles
+    mask = np.zeros_like(pinned, dtype=bool)  # the (t, u) nothing reads
+    if reset:  # u in I or R at the last observed frame before t
+        for t, states in zip(obs.times, obs.states, strict=True):
+            mask[t + 1:, states != 0] = True
+            mask[t + 1:, states == 0] = False
+    mask[settled + 1:] = True
+    assert mask.any() or not (reset or settles)
     np.testing.assert_array_equal(pinned[mask], 1.0)
     np.testing.assert_array_equal(pinned[~mask], gathered[~mask])
-    if kind != "star":  # a star's leaves have one in-neighbour, often pressure-free anyway
+    if kind not in ("star", "settling") and reset:  # a star's leaves are often pressure-free anyway
         assert np.any(gathered[mask] != 1.0)
     backend = CPUBackend()
     prep = backend.prepare(problem)
-    rho = backend.pressures(prep, problem.prior, beta_i, beta_r, True)
+    rho = backend.pressures(prep, problem.prior, beta_i, beta_r, reset)
     np.testing.assert_allclose(rho, pinned, rtol=0, atol=1e-12)
     for backward in (True, False):
         want = ref.naive_forward_backward(problem, gathered, beta_r, backward)

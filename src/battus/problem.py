@@ -205,6 +205,25 @@ def segments(times: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
     return left, right
 
 
+def settled_frame(times: np.ndarray, states: np.ndarray, T: int) -> int:
+    """The first observed frame from which no observation has a susceptible vertex (T if none).
+
+    From there on every vertex's smoothing segment starts from an observed I
+    or R, so its posteriors have no S mass and no pressure after this frame
+    changes a posterior (up to a normaliser's rounding) or, through the
+    marginals, any other pressure that does: both backends skip the
+    mean-field after it and store the neutral pressure
+    (:func:`battus.kernels.infer_cpu.mean_field_pressures`). An epidemic that
+    has reached every vertex by a snapshot settles there.
+    """
+    settled = T
+    for k in range(len(times) - 1, -1, -1):
+        if np.any(np.asarray(states[k]) == 0):
+            break
+        settled = int(times[k])
+    return settled
+
+
 @dataclass
 class Reconstruction:
     """A decoded history with everything needed to reproduce it."""

@@ -37,6 +37,8 @@ class Prepared:
     seg_right: Any
     host_obs_times: np.ndarray
     host_obs_index: np.ndarray
+    # pressures after this frame are neutral, not computed (problem.settled_frame)
+    settled_frame: int
 
 
 class Backend(Protocol):

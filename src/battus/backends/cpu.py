@@ -9,7 +9,7 @@ import numpy as np
 
 from ..graph import Graph
 from ..kernels import causal_cpu, fit_cpu, infer_cpu, simulate_cpu
-from ..problem import Problem, segments
+from ..problem import Problem, segments, settled_frame
 from .base import Prepared, needs_warm_up, run_every_kernel
 
 
@@ -41,6 +41,7 @@ class CPUBackend:
             seg_right=right,
             host_obs_times=np.asarray(obs.times, dtype=np.int64),
             host_obs_index=obs_index,
+            settled_frame=settled_frame(obs.times, obs.states, problem.T),
         )
 
     def synchronize(self) -> None:
@@ -79,7 +80,7 @@ class CPUBackend:
         rho = np.empty((prep.T + 1, prep.n))
         infer_cpu.mean_field_pressures(
             prep.indptr, prep.indices, np.asarray(prior, dtype=np.float64), float(beta_i),
-            float(beta_r), prep.T, prep.obs_index, prep.obs_states, bool(reset), rho,
+            float(beta_r), prep.T, prep.obs_index, prep.obs_states, bool(reset), prep.settled_frame, rho,
         )
         return rho
 

@@ -42,7 +42,7 @@ from ..kernels import fit_cuda as KF
 from ..kernels import infer_cuda as K
 from ..kernels.cuda_common import BLOCK, WARP, blocks, cuda, simulated
 from ..memory import format_bytes
-from ..problem import Problem, segments
+from ..problem import Problem, segments, settled_frame
 from .base import Prepared, needs_warm_up, run_every_kernel
 
 
@@ -287,6 +287,7 @@ class CUDABackend:
             seg_right=self._upload(right),
             host_obs_times=np.asarray(obs.times, dtype=np.int64),
             host_obs_index=obs_index,
+            settled_frame=settled_frame(obs.times, obs.states, problem.T),
             bins={},
             items={},
         )
@@ -460,7 +461,8 @@ class CUDABackend:
         100.7 ms on an H100 (the inlined float64 update raised the pull
         kernel's register use even on steps without it). With ``reset``, the
         vertices the last reset put in I or R are pinned: L = 0, not gathered,
-        as on the CPU (:func:`battus.kernels.infer_cpu.mean_field_pressures`).
+        as on the CPU (:func:`battus.kernels.infer_cpu.mean_field_pressures`);
+        after the settled frame every frame is L = 0 and the recursion stops.
         """
         n, T = prep.n, prep.T
         tpb = self.threads
@@ -474,6 +476,10 @@ class CUDABackend:
         beta32 = np.float32(beta_i)
         pinned = None
         for t in range(T + 1):
+            if t > prep.settled_frame:  # every vertex pinned from here on: neutral, nothing to propagate
+                rest = log_rho[t:]
+                K.zero_rows[blocks(rest.size, tpb), tpb](rest.reshape(rest.size))
+                break
             if t == 0:  # the pressure of frame 0 always comes from the uniform prior
                 K.uniform_pressure[grid, tpb](prep.indptr, beta32, np.float32(prior[1]), log_rho[0])
             else:

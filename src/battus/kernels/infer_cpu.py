@@ -80,7 +80,8 @@ def _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, keep, f_i_ne
 
 
 @numba.njit(cache=True)
-def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states, reset, out_rho):
+def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states, reset, settled,
+                         out_rho):
     """Run the mean-field recursion (Eq. 3) and store every frame's pressure.
 
     ``out_rho[t]`` is computed from the propagated marginals of frame t. With
@@ -98,6 +99,9 @@ def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, o
     ``out_rho[t, u] = 1``, the neutral pressure, in both backends
     (:func:`battus.backends.cuda.CUDABackend.pressures`). Without ``reset``
     every pressure is gathered, since the marginals then keep their S mass.
+    After the frame ``settled`` (:func:`battus.problem.settled_frame`) every
+    vertex is pinned, reset or not, and nothing reads the marginals any more:
+    those frames are neutral throughout and the recursion stops.
     """
     n = indptr.shape[0] - 1
     f_s = np.full(n, prior[0])
@@ -109,6 +113,9 @@ def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, o
     no_reset = np.empty(0, dtype=np.uint8)
     pinned = no_reset
     for t in range(T + 1):
+        if t > settled:
+            out_rho[t:] = 1.0
+            break
         observed = obs_states[obs_index[t]] if (reset and obs_index[t] >= 0) else no_reset
         _pressure_and_update(indptr, indices, beta_i, beta_r, f_s, f_i, keep, f_i_next, keep_next, f_r, out_rho[t],
                              t < T, observed, pinned)

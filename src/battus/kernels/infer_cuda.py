@@ -177,6 +177,14 @@ def uniform_pressure(indptr, beta_i, p_inf, log_rho):
 
 
 @cuda.jit
+def zero_rows(flat):
+    """L = 0, the neutral log-pressure, for the frames after the settled one (flattened rows)."""
+    k = cuda.grid(1)
+    if k < flat.shape[0]:
+        flat[k] = 0.0
+
+
+@cuda.jit
 def finish_hubs(hub_verts, hub_ptr, partial, log_rho):
     """Sum each hub's chunk partials in chunk order (deterministic)."""
     h = cuda.grid(1)
