@@ -13,7 +13,7 @@ import numpy as np
 
 from battus.graph import Graph
 from battus.kernels.causal_cpu import UNANIMOUS_ROUNDS
-from battus.problem import Problem, segments
+from battus.problem import Problem, segments, settled_frame
 
 
 def naive_pressure(graph: Graph, f_inf: np.ndarray, beta_i: float) -> np.ndarray:
@@ -30,11 +30,7 @@ def naive_mean_field_pressures(problem: Problem, beta_i: float, beta_r: float, r
     n, T = problem.n, problem.T
     obs = problem.observations
     obs_index = obs.index(T)
-    settled = T
-    for k in range(len(obs.times) - 1, -1, -1):
-        if not np.all(obs.states[k] != 0):
-            break
-        settled = int(obs.times[k])
+    settled = settled_frame(obs.times, obs.states, T)
     f = np.repeat(problem.prior[:, None], n, axis=1)
     rho = np.empty((T + 1, n))
     pinned = np.zeros(n, dtype=bool)

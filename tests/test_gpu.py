@@ -272,3 +272,42 @@ def test_fit_over_two_gpus_is_identical(canonical, heavy_graph, gpu):
             assert np.array_equal(two_run.t_inf, one_run.t_inf) and np.array_equal(two_run.t_rec, one_run.t_rec)
     finally:
         two.close()
+
+
+_WARM_SCRIPT = r"""
+import json
+import numpy as np
+from battus.backends.cuda import CUDABackend
+from battus.infer import method_options, reconstruct
+from battus.kernels import infer_cuda
+from battus.problem import Problem, observe
+from battus.simulate import simulate
+from battus.synth import chung_lu
+
+def compiled():
+    return {name: len(k.overloads) for name, k in vars(infer_cuda).items() if hasattr(k, "overloads")}
+
+backend = CUDABackend()
+backend.warm_up(fit=False)
+warm = compiled()
+graph = chung_lu(2_000, 40_000, seed=1)
+truth = simulate(graph, "sir", 12, 200, 0.9, 0.05, seed=1)
+assert np.all(truth[6] != 0)  # settles at frame 6: the neutral tail of the pressures runs
+for reset in (False, True):
+    reconstruct(Problem(graph, "sir", 12, 200, observe(truth, np.array([6, 12])), truth),
+                method_options("battus-z", reset=reset), backend=backend)
+print(json.dumps([warm, compiled()]))
+"""
+
+
+def test_warm_up_compiles_every_inference_kernel():
+    """In a fresh process, warm-up compiles every inference kernel a run uses, the neutral tail
+    of a settled history's pressures included: the timed interval compiles nothing."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _WARM_SCRIPT], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warm, after = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert after == warm
+    assert warm["zero_rows"] >= 1 and warm["pressure_binned"] >= 1

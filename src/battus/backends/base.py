@@ -102,13 +102,14 @@ class Backend(Protocol):
 
 
 def tiny_problem() -> Problem:
-    """A 3-vertex SIR problem on a directed cycle, for warm-up."""
+    """A 3-vertex SIR problem on a directed cycle, for warm-up. It settles at frame 2 of 3
+    (:func:`battus.problem.settled_frame`), so the pressures' neutral tail is reached too."""
     from ..graph import from_arcs
     from ..problem import Observations
 
     graph = from_arcs(np.array([0, 1, 2]), np.array([1, 2, 0]), directed=True, n=3)
     obs = Observations(times=np.array([1, 2]), states=np.array([[1, 1, 0], [2, 1, 1]], dtype=np.uint8))
-    return Problem(graph=graph, model="sir", T=2, n0=1, observations=obs)
+    return Problem(graph=graph, model="sir", T=3, n0=1, observations=obs)
 
 
 def needs_warm_up(warmed: set[tuple[bool, bool]], causal: bool, fit: bool) -> bool:
