@@ -4,7 +4,10 @@ Synthetic stand-ins (``battus.synth`` presets, generated on the GPU when cupy
 is present), SIR, T = 40, 100 initial infections, rates (.1, .1), schedule
 {T/2, T}. Prints the median algorithm interval (CUDA events, after a
 warm-up) of Battus-Z and of Battus-Z + causal decoding, their ratio, and the
-violations before and after.
+violations before and after. The two methods' runs alternate, so that a drift
+in the speed of the host or of the GPU reaches both medians alike (on the
+small presets, Battus-Z medians of separate blocks of runs had differed by up
+to 2x between processes).
 
     python benchmarks/gpu_causal.py [--presets orkut livejournal] [--repeat 3]
 """
@@ -42,15 +45,18 @@ def main() -> None:
         graph, _, _ = make_graph(preset, args.seed)
         truth = simulate(graph, "sir", 40, 100, 0.1, 0.1, seed=args.seed + 1, backend="cuda")
         problem = Problem(graph, "sir", 40, 100, observe(truth, schedule_times(40)), truth, preset)
-        times = {}
-        recon = {}
-        for label, options in (("battus-z", method_options("battus-z")),
-                               ("battus-c", method_options("battus-z", causal=True))):
+        methods = {"battus-z": method_options("battus-z"), "battus-c": method_options("battus-z", causal=True)}
+        for options in methods.values():
             reconstruct(problem, options, backend=backend)  # warm-up
-            runs = [reconstruct(problem, options, backend=backend) for _ in range(args.repeat)]
-            times[label] = statistics.median(r.algorithm_seconds for r in runs)
-            recon[label] = runs[-1]
-            print(f"{preset} {label}: {1e3 * times[label]:.1f} ms", flush=True)
+        runs = {label: [] for label in methods}
+        for _ in range(args.repeat):
+            for label, options in methods.items():
+                runs[label].append(reconstruct(problem, options, backend=backend))
+        times = {label: statistics.median(r.algorithm_seconds for r in got) for label, got in runs.items()}
+        recon = {label: got[-1] for label, got in runs.items()}
+        for label in methods:
+            low = min(r.algorithm_seconds for r in runs[label])
+            print(f"{preset} {label}: {1e3 * times[label]:.1f} ms (fastest {1e3 * low:.1f})", flush=True)
         before = causal_violations(graph, recon["battus-z"].states)
         after = causal_violations(graph, recon["battus-c"].states)
         # compare code versions: the same repaired history gives the same digest

@@ -204,11 +204,11 @@ def _causal_against_cpu(problem, gpu) -> dict:
     after = KC.violation_census(host.indptr, host.indices, cpu_inf, cpu_rec, floor, ceiling, problem.T)
     row = {"before": list(before), "after": list(after), "stats": cpu_stats.tolist(), "light": {}}
     d = {k: cuda.to_device(x) for k, x in (("indptr", host.indptr), ("indices", host.indices), ("gamma", gamma),
-                                          ("floor", floor), ("ceiling", ceiling))}
+                                          ("times", host.obs_times), ("states", host.obs_states))}
     for light_arcs in (KD.LIGHT_ARCS, 2):
         d_inf, d_rec = cuda.to_device(t_inf.copy()), cuda.to_device(t_rec.copy())
-        stats, d_before, d_after = KD.causal_repair_arrays(d["indptr"], d["indices"], d["gamma"], d["floor"],
-                                                           d["ceiling"], d_inf, d_rec, problem.T,
+        stats, d_before, d_after = KD.causal_repair_arrays(d["indptr"], d["indices"], d["gamma"], d["times"],
+                                                           d["states"], d_inf, d_rec, problem.T,
                                                            light_arcs=light_arcs, census=True)
         row["light"][light_arcs] = {
             "same": bool(np.array_equal(d_inf.copy_to_host(), cpu_inf)
@@ -279,30 +279,37 @@ import json
 import numpy as np
 from battus.backends.cuda import CUDABackend
 from battus.infer import method_options, reconstruct
-from battus.kernels import infer_cuda
+from battus.kernels import causal_cuda, infer_cuda
 from battus.problem import Problem, observe
 from battus.simulate import simulate
 from battus.synth import chung_lu
 
 def compiled():
-    return {name: len(k.overloads) for name, k in vars(infer_cuda).items() if hasattr(k, "overloads")}
+    kernels = {name: len(k.overloads) for name, k in vars(infer_cuda).items() if hasattr(k, "overloads")}
+    # the causal repair's kernels are specialized per argument kinds, both sizes at once (causal_cuda._launch)
+    kernels["causal specialized"] = [len(pair) for pair in causal_cuda._SPECIALIZED.values()]
+    return kernels
 
 backend = CUDABackend()
-backend.warm_up(fit=False)
+backend.warm_up(causal=True, fit=False)
 warm = compiled()
 graph = chung_lu(2_000, 40_000, seed=1)
 truth = simulate(graph, "sir", 12, 200, 0.9, 0.05, seed=1)
 assert np.all(truth[6] != 0)  # settles at frame 6: the neutral tail of the pressures runs
+problem = Problem(graph, "sir", 12, 200, observe(truth, np.array([6, 12])), truth)
 for reset in (False, True):
-    reconstruct(Problem(graph, "sir", 12, 200, observe(truth, np.array([6, 12])), truth),
-                method_options("battus-z", reset=reset), backend=backend)
+    reconstruct(problem, method_options("battus-z", reset=reset), backend=backend)
+for large_arcs in (causal_cuda.LARGE_ARCS, 1):  # then the kernel for large graphs, on this small one
+    causal_cuda.LARGE_ARCS = large_arcs
+    reconstruct(problem, method_options("battus-z", causal=True), backend=backend)
 print(json.dumps([warm, compiled()]))
 """
 
 
 def test_warm_up_compiles_every_inference_kernel():
     """In a fresh process, warm-up compiles every inference kernel a run uses, the neutral tail
-    of a settled history's pressures included: the timed interval compiles nothing."""
+    of a settled history's pressures and the causal repair for large graphs included: the timed
+    interval compiles nothing."""
     import subprocess
     import sys
 
@@ -310,4 +317,4 @@ def test_warm_up_compiles_every_inference_kernel():
     assert proc.returncode == 0, proc.stderr[-3000:]
     warm, after = json.loads(proc.stdout.strip().splitlines()[-1])
     assert after == warm
-    assert warm["zero_rows"] >= 1 and warm["pressure_binned"] >= 1
+    assert warm["zero_rows"] >= 1 and warm["pressure_binned"] >= 1 and warm["causal specialized"] == [2]

@@ -30,7 +30,7 @@ L2), which limits T to :data:`MAX_T`; the int64 arrays stay authoritative.
 
 Device memory beyond the backend's arrays (n vertices, m arcs): one workspace
 of about ``184 n + 8 m`` bytes (the candidate lists of a frame can reach every
-arc), ``16 n`` for the observation windows and ``16 n`` for the repaired copy
+arc; the observation windows are computed into it) and ``16 n`` for the repaired copy
 of the hitting times (the input is kept to count moved vertices).
 """
 
@@ -40,12 +40,17 @@ import numba
 import numpy as np
 
 from . import causal_cpu as KC
-from .cuda_common import SHUFFLE, cuda, simulated
+from .cuda_common import SHUFFLE, cuda, kernel, simulated
 
 # The simulator runs one Python thread per CUDA thread and a cooperative grid of one block.
 THREADS = 32 if simulated() else 256
 # In-arcs a vertex walks alone before the grid finishes its search arc by arc.
 LIGHT_ARCS = 32
+# Graphs of at least LARGE_ARCS arcs run the cooperative kernel compiled with at most REPAIR_REGISTERS
+# registers, on every block that can be resident (3 per SM); smaller ones run it uncapped (255 registers,
+# no spills), one block per SM, where the barriers cost less. See _launch.
+LARGE_ARCS = 1 << 24
+REPAIR_REGISTERS = 80
 
 support_cost = cuda.jit(device=True)(KC.support_cost_py)
 self_cost = cuda.jit(device=True)(KC.self_cost_py)
@@ -78,13 +83,18 @@ C_MOVED = 17  # vertices whose hitting times the repair changed (0 when repairin
 C_SIZE = 18
 # stats (int64), as the CPU's: violators seen, self moves, rounds, violations left
 S_SEEN, S_SELF, S_ROUNDS, S_LEFT = 0, 1, 2, 3
-
-
-@cuda.jit
-def _observation_window(obs_times, obs_states, T, onset_floor, recovery_ceiling):
-    v = cuda.grid(1)
-    if v < onset_floor.shape[0]:
-        onset_floor[v], recovery_ceiling[v] = observation_window_rule(obs_times, obs_states, T, v)
+S_SIZE = 4
+# rows of the workspace arrays (_run), one array per element type
+W_WINDOW, W_HITS, W_HEAVY, W_BUCKET, W_VIOL, W_CHOICE_ID, W_BEST_ID, W_COUNT = 0, 1, 2, 3, 4, 5, 6, 7
+W_PROPOSED, W_REJECTED, W_ROUND_LIST, W_ARRIVED = 8, 9, 10, 11  # arrived: two rows (alternate frames)
+W_ROWS = 13  # int32, n
+X_BEST, X_N_ADM, X_HEAVY_ARCS, X_HEAVY_PTR, X_VIOL_B, X_VIOL_ARCS = 0, 1, 2, 3, 4, 5
+X_VIOL_PTR, X_VIOL_CAND, X_CAND_PTR, X_CAND_FILL, X_COST_FRAME, X_LEFT_FRAME = 6, 7, 8, 9, 10, 11
+X_ROWS = 12  # int64, n + 1 (the prefix sums need n + 1)
+F_SELF_KEY, F_BEST_KEY, F_COST, F_KEY = 0, 1, 2, 3
+F_ROWS = 4  # float64, n
+B_STATE, B_COVERED, B_HIT, B_CHOICE_KIND = 0, 1, 2, 3
+B_ROWS = 4  # int8, n
 
 
 # ----------------------------------------------------------------------------
@@ -93,8 +103,14 @@ def _observation_window(obs_times, obs_states, T, onset_floor, recovery_ceiling)
 
 @cuda.jit(device=True)
 def _grid_scan(vals_a, vals_b, count, out_a, out_b, block_sums, sh, grid):
-    """Two exclusive prefix sums at once (three grid barriers for both): out_x[i] = vals_x[0] + ... +
+    """Two exclusive prefix sums at once (two grid barriers for both): out_x[i] = vals_x[0] + ... +
     vals_x[i-1] for i <= count, out_x[count] the total. One array is scanned by passing it twice.
+
+    Each block scans its threads' segment sums in shared memory and publishes its total; after one
+    barrier every block adds up the totals of the blocks before it by itself (the last block all of
+    them, for the totals), in parallel. One thread walking every block's totals in turn, between two
+    barriers, had made each scan a serial chain of ~2 x 500 dependent loads (integer sums: the same
+    results either way).
 
     ``sh`` is the block's (2, THREADS) int64 shared array, allocated by the kernel (a shared array
     declared here would be defined once per calling function, which NVVM refuses to link);
@@ -103,6 +119,7 @@ def _grid_scan(vals_a, vals_b, count, out_a, out_b, block_sums, sh, grid):
     size = cuda.gridsize(1)
     t = cuda.threadIdx.x
     blocks = cuda.gridDim.x
+    b = cuda.blockIdx.x
     seg = (count + size - 1) // size
     lo = min(count, tid * seg)
     hi = min(count, lo + seg)
@@ -123,24 +140,38 @@ def _grid_scan(vals_a, vals_b, count, out_a, out_b, block_sums, sh, grid):
         sh[1, t] += x_b
         cuda.syncthreads()
         off *= 2
+    upto_a = sh[0, t]  # this thread's inclusive prefix within its block
+    upto_b = sh[1, t]
     if t == THREADS - 1:
-        block_sums[cuda.blockIdx.x] = sh[0, t]
-        block_sums[blocks + cuda.blockIdx.x] = sh[1, t]
+        block_sums[b] = upto_a
+        block_sums[blocks + b] = upto_b
     grid.sync()
-    if tid == 0:
-        for k in range(2):
-            run = 0
-            for b in range(k * blocks, (k + 1) * blocks):
-                x = block_sums[b]
-                block_sums[b] = run
-                run += x
-            if k == 0:
-                out_a[count] = run
-            else:
-                out_b[count] = run
-    grid.sync()
-    base_a = block_sums[cuda.blockIdx.x] + sh[0, t] - own_a
-    base_b = block_sums[blocks + cuda.blockIdx.x] + sh[1, t] - own_b
+    last = b == blocks - 1
+    before_a = 0
+    before_b = 0
+    for k in range(t, blocks if last else b, THREADS):
+        before_a += block_sums[k]
+        before_b += block_sums[blocks + k]
+    sh[0, t] = before_a  # every thread read its own prefix before the grid barrier
+    sh[1, t] = before_b
+    cuda.syncthreads()
+    half = THREADS // 2
+    while half > 0:
+        if t < half:
+            sh[0, t] += sh[0, t + half]
+            sh[1, t] += sh[1, t + half]
+        cuda.syncthreads()
+        half //= 2
+    base_a = sh[0, 0]
+    base_b = sh[1, 0]
+    if last:  # the sum ran over every block, its own included
+        if t == 0:
+            out_a[count] = base_a
+            out_b[count] = base_b
+        base_a -= block_sums[b]
+        base_b -= block_sums[blocks + b]
+    base_a += upto_a - own_a
+    base_b += upto_b - own_b
     for i in range(lo, hi):
         out_a[i] = base_a
         out_b[i] = base_b
@@ -317,34 +348,45 @@ def _arc(pos, viol_ptr, nv, viol, indptr, indices):
 # the cooperative kernel
 
 
-@cuda.jit
-def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, orig_inf, orig_rec, t_inf, t_rec, T,
-            unanimous_rounds, light_arcs,
-            census_only, window, hits, state, best, n_adm, heavy, heavy_arcs, heavy_ptr, block_sums, bucket, bucket_ptr,
-            bucket_fill, arrived, viol, viol_b, viol_arcs, viol_ptr, viol_cand, cand_ptr, cand_fill, cand_owner, cand_v,
-            self_key, covered, hit, choice_kind, choice_id, best_key, best_id, count, cost, cost_frame, key, proposed,
-            rejected, round_list, left_frame, ctl, stats):
+def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_inf, t_rec, T, unanimous_rounds,
+            light_arcs, census_only, ws32, ws64, wsf64, ws8, arc32, small):
     grid = cuda.cg.this_grid()
     sh = cuda.shared.array((2, THREADS), numba.int64)
     tid = cuda.grid(1)
     size = cuda.gridsize(1)
+    # the workspace comes as six arrays, one per element type (rows: see _run): a launch of the 50
+    # arrays one by one took ~0.8 ms of host time through Numba (H100 host, Web-Stanford-sized graph)
+    window, hits, heavy, bucket, viol = ws32[W_WINDOW], ws32[W_HITS], ws32[W_HEAVY], ws32[W_BUCKET], ws32[W_VIOL]
+    choice_id, best_id, count = ws32[W_CHOICE_ID], ws32[W_BEST_ID], ws32[W_COUNT]
+    proposed, rejected, round_list = ws32[W_PROPOSED], ws32[W_REJECTED], ws32[W_ROUND_LIST]
+    best, n_adm, heavy_arcs, heavy_ptr = ws64[X_BEST], ws64[X_N_ADM], ws64[X_HEAVY_ARCS], ws64[X_HEAVY_PTR]
+    viol_b, viol_arcs, viol_ptr, viol_cand = ws64[X_VIOL_B], ws64[X_VIOL_ARCS], ws64[X_VIOL_PTR], ws64[X_VIOL_CAND]
+    cand_ptr, cand_fill, cost_frame, left_frame = ws64[X_CAND_PTR], ws64[X_CAND_FILL], ws64[X_COST_FRAME], \
+        ws64[X_LEFT_FRAME]
+    self_key, best_key, cost, key = wsf64[F_SELF_KEY], wsf64[F_BEST_KEY], wsf64[F_COST], wsf64[F_KEY]
+    state, covered, hit, choice_kind = ws8[B_STATE], ws8[B_COVERED], ws8[B_HIT], ws8[B_CHOICE_KIND]
+    cand_owner, cand_v = arc32[0], arc32[1]
+    ctl = small[0:C_SIZE]
+    stats = small[C_SIZE:C_SIZE + S_SIZE]
+    bucket_ptr = small[C_SIZE + S_SIZE:C_SIZE + S_SIZE + T + 2]
+    bucket_fill = small[C_SIZE + S_SIZE + T + 2:C_SIZE + S_SIZE + 2 * (T + 2)]
+    block_sums = small[C_SIZE + S_SIZE + 2 * (T + 2):]
     n = t_inf.shape[0]
     # the kernel sets up its own state (each host-side copy or upload cost ~0.2-0.5 ms on an H100)
     for u in range(tid, n, size):
         t_inf[u] = orig_inf[u]  # the same arrays when repairing in place
         t_rec[u] = orig_rec[u]
-        window[u] = _pack(onset_floor[u], recovery_ceiling[u])
+        lo, hi = observation_window_rule(obs_times, obs_states, T, u)
+        window[u] = _pack(lo, hi)
         hits[u] = _pack(orig_inf[u], orig_rec[u])
-    for k in range(tid, ctl.shape[0], size):
-        ctl[k] = 0
-    for k in range(tid, stats.shape[0], size):
-        stats[k] = 0
+    for k in range(tid, C_SIZE + S_SIZE, size):
+        small[k] = 0  # ctl and stats
     for k in range(tid, bucket_fill.shape[0], size):
         bucket_fill[k] = 0
     grid.sync()
 
     # -- census of the input: flags, counts, onset buckets of the violators
-    _screen(indptr, indices, window, hits, t_inf, T, 0, n, bucket, bucket_ptr, arrived,
+    _screen(indptr, indices, window, hits, t_inf, T, 0, n, bucket, bucket_ptr, ws32[W_ARRIVED],
             light_arcs, state, best, n_adm, heavy, heavy_arcs, ctl, C_HEAVY, block_sums, heavy_ptr, sh, grid)
     for u in range(tid, n, size):
         count[u] = 0
@@ -391,8 +433,8 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, orig_inf, ori
         if pool_size == 0:
             continue
         # arrived[] alternates halves: frame a reads half p, its supporters land in half q
-        arr_in = arrived[p * n:(p + 1) * n]
-        arr_out = arrived[q * n:(q + 1) * n]
+        arr_in = ws32[W_ARRIVED + p]
+        arr_out = ws32[W_ARRIVED + q]
         _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucket_ptr,
                 arr_in, light_arcs, state, best, n_adm, heavy, heavy_arcs, ctl, C_HEAVY + p, block_sums, heavy_ptr,
                 sh, grid)
@@ -401,7 +443,7 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, orig_inf, ori
             if j < 0:
                 continue
             u = _item(i, a, bucket, bucket_ptr, arr_in)
-            b = self_frame(best[i], onset_floor[u])
+            b = self_frame(best[i], window[u] & PACK_MASK)  # the onset floor
             viol[j] = u
             viol_b[j] = b
             self_key[j] = self_cost(gamma, u, b, a) if b >= 0 else 0.0
@@ -560,6 +602,10 @@ def _repair(indptr, indices, gamma, onset_floor, recovery_ceiling, orig_inf, ori
         stats[S_LEFT] = ctl[C_AFTER + 1]
 
 
+_repair = kernel(max_registers=REPAIR_REGISTERS)(_repair_body)
+_repair_per_sm = cuda.jit(_repair_body)
+
+
 def _grid(count: int) -> int:
     return max(1, (count + THREADS - 1) // THREADS)
 
@@ -575,95 +621,94 @@ def _arg_kind(a):
 
 
 def _launch(args: tuple) -> None:
-    """One cooperative launch of :func:`_repair`: as many blocks as can be resident at once.
+    """One cooperative launch of the repair: :func:`_repair` on every resident block for a graph of at
+    least :data:`LARGE_ARCS` arcs, else :func:`_repair_per_sm` on one block per SM. The hitting times do
+    not depend on either choice.
 
-    The specialized kernel and its resident block count are kept per argument kinds: specializing
-    types all 50 arguments again, ~0.5-1 ms per call on an H100 host."""
+    Measured on an H100 (repair alone): the uncapped kernel needs 255 registers, so only one block per
+    SM is resident; that was the fastest on the Web-Stanford- and Web-Google-sized graphs (5.1 and 6.8
+    ms), whose steps have little work each and whose grid barriers then wait for fewer blocks, while
+    the LiveJournal- and Orkut-sized graphs took 38.6 and 17.8 ms. Capped at 80 registers, 3 blocks per
+    SM: 29.8 and 12.4 ms, but 5.6 and 8.5 ms on the small graphs.
+
+    The specialized kernels and their resident block counts are kept per argument kinds (specializing
+    types every argument again, ~0.5-1 ms per call on an H100 host); both are specialized together, so
+    that a warm-up on a tiny graph also compiles the one for large graphs."""
     if simulated():
         _repair[1, THREADS](*args)
         return
-    key = (cuda.get_current_device().id, tuple(_arg_kind(a) for a in args))
+    device = cuda.get_current_device()
+    key = (device.id, tuple(_arg_kind(a) for a in args))
     found = _SPECIALIZED.get(key)
     if found is None:
-        kernel = _repair.specialize(*args)
-        resident = next(iter(kernel.overloads.values())).max_cooperative_grid_blocks(THREADS)
-        found = _SPECIALIZED[key] = (kernel, max(1, resident))
-    kernel, resident = found
-    kernel[resident, THREADS](*args)
+        found = _SPECIALIZED[key] = tuple(_specialize(k, args) for k in (_repair_per_sm, _repair))
+    large = args[1].shape[0] >= LARGE_ARCS
+    specialized, resident = found[large]
+    blocks = resident if large else min(resident, device.MULTIPROCESSOR_COUNT)
+    specialized[blocks, THREADS](*args)
+
+
+def _specialize(dispatcher, args: tuple) -> tuple:
+    """(``dispatcher`` specialized to the kinds of ``args``, its resident blocks of :data:`THREADS`)."""
+    specialized = dispatcher.specialize(*args)
+    resident = next(iter(specialized.overloads.values())).max_cooperative_grid_blocks(THREADS)
+    return specialized, max(1, resident)
 
 
 class _Workspace:
-    """Device scratch carved from one allocation (one cudaMalloc instead of ~30: ~0.1 ms each)."""
+    """Device scratch carved from one allocation (one cudaMalloc instead of ~30: ~0.1 ms each), as
+    C-contiguous arrays of the given shapes."""
 
-    def __init__(self, layout: list[tuple[int, type]]) -> None:
+    def __init__(self, layout: list[tuple[tuple[int, ...], type]]) -> None:
         offsets = []
         total = 0
-        for count, dtype in layout:
+        for shape, dtype in layout:
             offsets.append(total)
-            total += -(-count * np.dtype(dtype).itemsize // 16) * 16  # 16-byte aligned
+            total += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // 16) * 16  # 16-byte aligned
         self.buffer = cuda.device_array(max(16, total), dtype=np.uint8)
-        self.arrays = [self._view(o, count, np.dtype(d)) for o, (count, d) in zip(offsets, layout, strict=True)]
+        self.arrays = [self._view(o, shape, np.dtype(d)) for o, (shape, d) in zip(offsets, layout, strict=True)]
 
-    def _view(self, offset: int, count: int, dtype: np.dtype):
+    def _view(self, offset: int, shape: tuple[int, ...], dtype: np.dtype):
+        size = int(np.prod(shape)) * dtype.itemsize
         if simulated():  # the simulator's arrays are numpy arrays underneath
-            return self.buffer[offset:offset + count * dtype.itemsize].view(dtype)
+            return self.buffer[offset:offset + size].view(dtype).reshape(shape)
         # built directly on a child pointer: slicing and re-viewing a device array twice per piece
         # cost ~1.5 ms for the ~40 pieces (H100 host, Web-Stanford-sized graph)
         from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
-        data = self.buffer.gpu_data.view(offset, offset + count * dtype.itemsize)
-        return DeviceNDArray(shape=(count,), strides=(dtype.itemsize,), dtype=dtype, gpu_data=data)
+        strides = tuple(int(np.prod(shape[k + 1:])) * dtype.itemsize for k in range(len(shape)))
+        data = self.buffer.gpu_data.view(offset, offset + size)
+        return DeviceNDArray(shape=shape, strides=strides, dtype=dtype, gpu_data=data)
 
 
-def _run(indptr, indices, gamma, floor, ceiling, orig_inf, orig_rec, t_inf, t_rec, T: int, census_only: bool,
-         light_arcs: int) -> tuple[np.ndarray, np.ndarray]:
+def _run(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_inf, t_rec, T: int,
+         census_only: bool, light_arcs: int) -> tuple[np.ndarray, np.ndarray]:
     """One launch of the repair: the hitting times ``orig_*`` (read only) repaired into ``t_*`` (the same
-    arrays to repair in place); returns the control counters and the stats on the host."""
+    arrays to repair in place), the observation windows computed from the snapshots ``obs_times``,
+    ``obs_states`` by the kernel; returns the control counters and the stats on the host."""
     n = t_inf.shape[0]
     if T > MAX_T:
         raise ValueError(f"causal decoding on the GPU needs T <= {MAX_T}, got T = {T}")
     blocks_cap = 2 if simulated() else 1 << 17  # two entries per block (_grid_scan)
-    i8, u8, i32, i64, f64 = np.int8, np.uint8, np.int32, np.int64, np.float64
     arcs = 1 if census_only else max(1, indices.shape[0])  # a frame's candidates can reach every arc
     # per-vertex state is initialised by the kernel itself (no host-to-device copies of n-sized arrays)
-    space = _Workspace([
-        (n, i32), (n, i32),  # window, hits
-        (n, i8), (n, i64), (n, i64),  # state, best, n_adm
-        (n, i32), (n, i64), (n + 1, i64),  # heavy, heavy_arcs, heavy_ptr
-        (blocks_cap, i64),  # block_sums
-        (n, i32), (T + 2, i64),  # bucket, bucket_ptr
-        (2 * n, i32),  # arrived (two halves)
-        (n, i32), (n, i64), (n, i64), (n + 1, i64),  # viol, viol_b, viol_arcs, viol_ptr
-        (n, i64), (n + 1, i64), (n, i64),  # viol_cand, cand_ptr, cand_fill
-        (arcs, i32), (arcs, i32),  # cand_owner, cand_v
-        (n, f64), (n, u8), (n, u8),  # self_key, covered, hit
-        (n, i8), (n, i32), (n, f64), (n, i32),  # choice_kind, choice_id, best_key, best_id
-        (n, i32), (n, f64), (n, i64), (n, f64),  # count, cost, cost_frame, key
-        (n, i32), (n, i32), (n, i32),  # proposed, rejected, round_list
-        (n, i64),  # left_frame
-        (C_SIZE, i64), (4, i64), (T + 2, i64),  # ctl, stats, bucket_fill (zeroed by the kernel)
-    ])
-    *scratch, ctl, stats, bucket_fill = space.arrays
-    args = (indptr, indices, gamma, floor, ceiling, orig_inf, orig_rec, t_inf, t_rec, int(T),
-            int(KC.UNANIMOUS_ROUNDS), int(light_arcs), bool(census_only), *scratch[:11], bucket_fill, *scratch[11:],
-            ctl, stats)
+    ws32, ws64, wsf64, ws8, arc32, small = _Workspace([
+        ((W_ROWS, n), np.int32), ((X_ROWS, n + 1), np.int64), ((F_ROWS, n), np.float64), ((B_ROWS, n), np.int8),
+        ((2, arcs), np.int32),  # candidate owners and ids
+        ((C_SIZE + S_SIZE + 2 * (T + 2) + blocks_cap,), np.int64),  # ctl, stats, bucket_ptr, bucket_fill, block_sums
+    ]).arrays
+    args = (indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_inf, t_rec, int(T),
+            int(KC.UNANIMOUS_ROUNDS), int(light_arcs), bool(census_only), ws32, ws64, wsf64, ws8, arc32, small)
     _launch(args)
-    return ctl.copy_to_host(), stats.copy_to_host()
+    head = small[:C_SIZE + S_SIZE].copy_to_host()  # one download for both
+    return head[:C_SIZE], head[C_SIZE:]
 
 
-def observation_window_device(obs_times, obs_states, n: int, T: int):
-    """(onset_floor, recovery_ceiling) as device arrays."""
-    floor = cuda.device_array(n, dtype=np.int64)
-    ceiling = cuda.device_array(n, dtype=np.int64)
-    _observation_window[_grid(n), THREADS](obs_times, obs_states, int(T), floor, ceiling)
-    return floor, ceiling
-
-
-def census_device(indptr, indices, t_inf, t_rec, floor, ceiling, T: int,
+def census_device(indptr, indices, t_inf, t_rec, obs_times, obs_states, T: int,
                   light_arcs: int = LIGHT_ARCS) -> tuple[int, int, int]:
     """(events, violations, forced) of device hitting times, as :func:`causal_cpu.violation_census`."""
     gamma = cuda.device_array((1, 1, 1), dtype=np.float32)  # not read by the census
-    ctl, _ = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, t_inf, t_rec, T, True, light_arcs)
+    ctl, _ = _run(indptr, indices, gamma, obs_times, obs_states, t_inf, t_rec, t_inf, t_rec, T, True, light_arcs)
     return int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2])
 
 
@@ -673,12 +718,13 @@ def _census_counts(ctl, stats) -> tuple[tuple, tuple]:
     return before, after
 
 
-def causal_repair_arrays(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, T: int,
+def causal_repair_arrays(indptr, indices, gamma, obs_times, obs_states, t_inf, t_rec, T: int,
                          light_arcs: int = LIGHT_ARCS, census: bool = False):
     """Frame rounds on device arrays, in place on ``t_inf``/``t_rec``; returns the stats vector of the CPU
     (violators seen, self moves, rounds, violations left), and with ``census`` also the input's and the
     output's (events, violations, forced)."""
-    ctl, stats = _run(indptr, indices, gamma, floor, ceiling, t_inf, t_rec, t_inf, t_rec, T, False, light_arcs)
+    ctl, stats = _run(indptr, indices, gamma, obs_times, obs_states, t_inf, t_rec, t_inf, t_rec, T, False,
+                      light_arcs)
     if not census:
         return stats
     return (stats, *_census_counts(ctl, stats))
@@ -690,10 +736,9 @@ def causal_repair_device(prep, gamma, t_inf, t_rec, T: int) -> tuple:
     The decoded times are kept (to count the vertices moved) and the repaired ones returned in new arrays,
     which the kernel fills from the decoded ones."""
     n = prep.n
-    floor, ceiling = observation_window_device(prep.obs_times, prep.obs_states, n, T)
     out_inf = cuda.device_array(n, dtype=np.int64)
     out_rec = cuda.device_array(n, dtype=np.int64)
-    ctl, stats = _run(prep.indptr, prep.indices, gamma, floor, ceiling, t_inf, t_rec, out_inf, out_rec, T, False,
-                      LIGHT_ARCS)
+    ctl, stats = _run(prep.indptr, prep.indices, gamma, prep.obs_times, prep.obs_states, t_inf, t_rec, out_inf,
+                      out_rec, T, False, LIGHT_ARCS)
     before, after = _census_counts(ctl, stats)
     return out_inf, out_rec, KC.summary(before, after, stats, int(ctl[C_MOVED]))
