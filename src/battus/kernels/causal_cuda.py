@@ -5,7 +5,10 @@ stays resident, runs the input census, buckets the violators by onset and
 then the frames from T down to 1, with a grid-wide barrier between steps.
 Launches from Python cost ~0.1 ms each through Numba (measured on an H200),
 and a launch per step and round made the frame loop launch-bound; the
-barriers cost a few microseconds.
+barriers cost a few microseconds. The kernel is compiled twice, uncapped for
+graphs below :data:`LARGE_ARCS` arcs (one block per SM: fewer blocks for each
+barrier to wait for) and capped at :data:`REPAIR_REGISTERS` registers for
+larger ones (more blocks per SM, three on an H100, to hide memory latency); see :func:`_launch`.
 
 Work inside a step is balanced by arcs, not vertices: a vertex looking for
 support (an in-neighbour infected one frame earlier) first walks up to
@@ -628,8 +631,8 @@ def _launch(args: tuple) -> None:
     Measured on an H100 (repair alone): the uncapped kernel needs 255 registers, so only one block per
     SM is resident; that was the fastest on the Web-Stanford- and Web-Google-sized graphs (5.1 and 6.8
     ms), whose steps have little work each and whose grid barriers then wait for fewer blocks, while
-    the LiveJournal- and Orkut-sized graphs took 38.6 and 17.8 ms. Capped at 80 registers, 3 blocks per
-    SM: 29.8 and 12.4 ms, but 5.6 and 8.5 ms on the small graphs.
+    the LiveJournal- and Orkut-sized graphs took 38.6 and 17.8 ms. Capped at 80 registers, on all 396
+    resident blocks (3 per SM): 29.8 and 12.4 ms, but 6.2 and 8.8 ms on the small graphs.
 
     The specialized kernels and their resident block counts are kept per argument kinds (specializing
     types every argument again, ~0.5-1 ms per call on an H100 host); both are specialized together, so
