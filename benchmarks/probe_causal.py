@@ -212,13 +212,12 @@ def main(argv=None) -> int:
         def traced_launch(launch_args):
             trace = cuda.to_device(np.zeros(2 * n_slots + 3, dtype=np.int64))
             full = (trace, n_slots) + tuple(launch_args)
-            large = launch_args[1].shape[0] >= KCC.LARGE_ARCS
+            large = KCC.is_large(launch_args[1])
             if simulated():
                 traced[large][1, KCC.THREADS](*full)
             else:
                 spec, resident = KCC._specialize(traced[large], full)
-                sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-                spec[resident if large else min(resident, sms), KCC.THREADS](*full)
+                spec[KCC.grid_blocks(large, resident), KCC.THREADS](*full)
             traces.append(trace.copy_to_host())  # noqa: B023
 
         KCC._launch = traced_launch

@@ -50,7 +50,7 @@ THREADS = 32 if simulated() else 256
 # In-arcs a vertex walks alone before the grid finishes its search arc by arc.
 LIGHT_ARCS = 32
 # Graphs of at least LARGE_ARCS arcs run the cooperative kernel compiled with at most REPAIR_REGISTERS
-# registers, on every block that can be resident (3 per SM); smaller ones run it uncapped (255 registers,
+# registers, on every block that can be resident (3 per SM on an H100); smaller ones run it uncapped (255 registers,
 # no spills), one block per SM, where the barriers cost less. See _launch.
 LARGE_ARCS = 1 << 24
 REPAIR_REGISTERS = 80
@@ -351,8 +351,8 @@ def _arc(pos, viol_ptr, nv, viol, indptr, indices):
 # the cooperative kernel
 
 
-def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_inf, t_rec, T, unanimous_rounds,
-            light_arcs, census_only, ws32, ws64, wsf64, ws8, arc32, small):
+def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_inf, t_rec, T,
+                 unanimous_rounds, light_arcs, census_only, ws32, ws64, wsf64, ws8, arc32, small):
     grid = cuda.cg.this_grid()
     sh = cuda.shared.array((2, THREADS), numba.int64)
     tid = cuda.grid(1)
@@ -609,10 +609,6 @@ _repair = kernel(max_registers=REPAIR_REGISTERS)(_repair_body)
 _repair_per_sm = cuda.jit(_repair_body)
 
 
-def _grid(count: int) -> int:
-    return max(1, (count + THREADS - 1) // THREADS)
-
-
 _SPECIALIZED: dict = {}  # argument kinds -> (specialized kernel, resident blocks)
 
 
@@ -645,10 +641,19 @@ def _launch(args: tuple) -> None:
     found = _SPECIALIZED.get(key)
     if found is None:
         found = _SPECIALIZED[key] = tuple(_specialize(k, args) for k in (_repair_per_sm, _repair))
-    large = args[1].shape[0] >= LARGE_ARCS
+    large = is_large(args[1])
     specialized, resident = found[large]
-    blocks = resident if large else min(resident, device.MULTIPROCESSOR_COUNT)
-    specialized[blocks, THREADS](*args)
+    specialized[grid_blocks(large, resident), THREADS](*args)
+
+
+def is_large(indices) -> bool:
+    """Whether a graph of these arcs runs :func:`_repair` (else :func:`_repair_per_sm`; see :func:`_launch`)."""
+    return indices.shape[0] >= LARGE_ARCS
+
+
+def grid_blocks(large: bool, resident: int) -> int:
+    """Blocks of the cooperative grid (:func:`_launch`): every resident one for a large graph, else one per SM."""
+    return resident if large else min(resident, cuda.get_current_device().MULTIPROCESSOR_COUNT)
 
 
 def _specialize(dispatcher, args: tuple) -> tuple:
