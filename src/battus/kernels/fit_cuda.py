@@ -161,12 +161,25 @@ def _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c, lo
 
     Only u's own thread reads and writes u's marginals, so they advance in place; neighbours read
     the terms, which are double-buffered.
+
+    A marginal is stored only where its value can change: not a zero f_S or f_I that stays zero,
+    nor f_R plus a zero k. The marginals are never -0.0 or negative (products and sums of
+    non-negative values, resets to 0.0 and 1.0), so a skipped store leaves exactly the bits it
+    would have written; a NaN still compares unequal and is stored. After a reset every vertex
+    observed R keeps (0, 0, 1) and one observed I keeps f_S = 0, the same for every lane, so
+    whole rows of those stores go (the terms, double-buffered, are always stored).
     """
     fs = np.float64(f_s[g, u, lane])
-    k = np.float64(f_i[g, u, lane]) + fs * -math.expm1(log_rho)
-    f_s[g, u, lane] = fs * math.exp(log_rho)
-    f_i[g, u, lane] = k * (1.0 - br)
-    f_r[g, u, lane] = np.float64(f_r[g, u, lane]) + k * br
+    fi = np.float64(f_i[g, u, lane])
+    k = fi + fs * -math.expm1(log_rho)
+    s_next = fs * math.exp(log_rho)
+    i_next = k * (1.0 - br)
+    if not (fs == 0.0 and s_next == 0.0):
+        f_s[g, u, lane] = s_next
+    if not (fi == 0.0 and i_next == 0.0):
+        f_i[g, u, lane] = i_next
+    if k != 0.0:
+        f_r[g, u, lane] = np.float64(f_r[g, u, lane]) + k * br
     terms_next[g, u, lane] = _term(f_i, beta_gather, g, u, lane, c)
 
 
