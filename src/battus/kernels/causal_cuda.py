@@ -499,10 +499,15 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
             for j in range(tid, n_round, size):
                 v = round_list[j]
                 if cost_frame[v] != a:
-                    if cost_frame[v] == a + 1 and t_rec[v] > a and t_inf[v] > a:
+                    # v's hitting times from the packed copy (4 bytes, kept with every change of
+                    # t_inf and t_rec) rather than two int64 cells of arrays larger than L2
+                    x = hits[v]
+                    onset = x & PACK_MASK
+                    recovery = x >> PACK_BITS
+                    if cost_frame[v] == a + 1 and recovery > a and onset > a:
                         cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
                     else:
-                        cost[v] = support_cost(gamma, t_inf[v], t_rec[v], v, f)
+                        cost[v] = support_cost(gamma, onset, recovery, v, f)
                     cost_frame[v] = a
                 key[v] = support_key(cost[v], count[v])
             for i in range(tid, nv, size):
