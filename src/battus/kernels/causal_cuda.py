@@ -614,7 +614,7 @@ _repair = kernel(max_registers=REPAIR_REGISTERS)(_repair_body)
 _repair_per_sm = cuda.jit(_repair_body)
 
 
-_SPECIALIZED: dict = {}  # argument kinds -> (specialized kernel, resident blocks)
+_SPECIALIZED: dict = {}  # (device, argument kinds) -> ((kernel, grid blocks) per sm, (kernel, grid blocks) large)
 
 
 def _arg_kind(a):
@@ -635,20 +635,22 @@ def _launch(args: tuple) -> None:
     the LiveJournal- and Orkut-sized graphs took 38.6 and 17.8 ms. Capped at 80 registers, on all 396
     resident blocks (3 per SM): 29.8 and 12.4 ms, but 6.2 and 8.8 ms on the small graphs.
 
-    The specialized kernels and their resident block counts are kept per argument kinds (specializing
+    The specialized kernels and their grid sizes are kept per device and argument kinds (specializing
     types every argument again, ~0.5-1 ms per call on an H100 host); both are specialized together, so
     that a warm-up on a tiny graph also compiles the one for large graphs."""
     if simulated():
         _repair[1, THREADS](*args)
         return
-    device = cuda.get_current_device()
-    key = (device.id, tuple(_arg_kind(a) for a in args))
+    key = (cuda.get_current_device().id, tuple(_arg_kind(a) for a in args))
     found = _SPECIALIZED.get(key)
     if found is None:
-        found = _SPECIALIZED[key] = tuple(_specialize(k, args) for k in (_repair_per_sm, _repair))
-    large = is_large(args[1])
-    specialized, resident = found[large]
-    specialized[grid_blocks(large, resident), THREADS](*args)
+        found = []
+        for large, dispatcher in enumerate((_repair_per_sm, _repair)):
+            specialized, resident = _specialize(dispatcher, args)
+            found.append((specialized, grid_blocks(bool(large), resident)))
+        found = _SPECIALIZED[key] = tuple(found)
+    specialized, blocks = found[is_large(args[1])]
+    specialized[blocks, THREADS](*args)
 
 
 def is_large(indices) -> bool:
