@@ -18,6 +18,7 @@ Median of ``--repeats`` launches timed with CUDA events, after a warm-up.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -169,11 +170,12 @@ def fit_step(graph, repeats: int, log, compile_variants: bool = True) -> list:
                                f_r.copy_to_host().ravel(), partial.copy_to_host().ravel()])
         ref = host if ref is None else ref
         same = host.tobytes() == ref.tobytes()
+        digest = hashlib.sha256(host.tobytes()).hexdigest()[:16]  # to compare builds of the kernels
         gathered = groups * WARP * 4 * graph.m
         rows.append({"kernel": "fit", "variant": name, "ms": ms_k, "regs": _regs(kern), "identical": same,
-                     "GBps_gathered": gathered / ms_k / 1e6})
+                     "sha256": digest, "GBps_gathered": gathered / ms_k / 1e6})
         log(f"  fit   {name:14s} {ms_k:7.3f} ms  regs {rows[-1]['regs']:3d}  identical {same}  "
-            f"gathered rows {rows[-1]['GBps_gathered']:.0f} GB/s")
+            f"gathered rows {rows[-1]['GBps_gathered']:.0f} GB/s  state {digest}")
     return rows
 
 

@@ -231,9 +231,16 @@ def _pack(lo, hi):
 
 
 @cuda.jit(device=True)
+def _unpack(packed):
+    """The two frames of :func:`_pack`, low one first."""
+    return packed & PACK_MASK, packed >> PACK_BITS
+
+
+@cuda.jit(device=True)
 def _within(packed, f):
     """The rule ``within`` on a packed (onset, recovery) or (onset floor, recovery ceiling)."""
-    return within(packed & PACK_MASK, packed >> PACK_BITS, f)
+    lo, hi = _unpack(packed)
+    return within(lo, hi, f)
 
 
 @cuda.jit(device=True)
@@ -275,7 +282,8 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
             if _within(x, f):
                 supported = True
                 break
-            top = max(top, support_frame(x & PACK_MASK, x >> PACK_BITS, ua))
+            onset, recovery = _unpack(x)
+            top = max(top, support_frame(onset, recovery, ua))
             if v != u and _within(window[v], f):
                 k += 1
         if supported:
@@ -318,7 +326,8 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
             x = hits[v]
             if _within(x, f):
                 state[i] = 0  # every writer writes 0
-            cuda.atomic.max(best, i, support_frame(x & PACK_MASK, x >> PACK_BITS, ua))
+            onset, recovery = _unpack(x)
+            cuda.atomic.max(best, i, support_frame(onset, recovery, ua))
             if v != u and _within(window[v], f):
                 cuda.atomic.add(n_adm, i, 1)
         grid.sync()
@@ -501,9 +510,7 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
                 if cost_frame[v] != a:
                     # v's hitting times from the packed copy (4 bytes, kept with every change of
                     # t_inf and t_rec) rather than two int64 cells of arrays larger than L2
-                    x = hits[v]
-                    onset = x & PACK_MASK
-                    recovery = x >> PACK_BITS
+                    onset, recovery = _unpack(hits[v])
                     if cost_frame[v] == a + 1 and recovery > a and onset > a:
                         cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
                     else:

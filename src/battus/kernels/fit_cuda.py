@@ -156,8 +156,10 @@ def _absorbed(f_s, g, u, lane, check):
 
 
 @cuda.jit(device=True)
-def _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c, log_rho, br):
-    """Eq. 3 for vertex u and candidate lane c from its float64 log-pressure; u's next term.
+def _advance_loaded(fs_cell, fi_cell, fr_cell, f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c,
+                    log_rho, br):
+    """Eq. 3 for vertex u and candidate lane c from its float64 log-pressure, given u's marginals
+    as stored (``*_cell``); u's next term.
 
     Only u's own thread reads and writes u's marginals, so they advance in place; neighbours read
     the terms, which are double-buffered.
@@ -167,20 +169,32 @@ def _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c, lo
     non-negative values, resets to 0.0 and 1.0), so a skipped store leaves exactly the bits it
     would have written; a NaN still compares unequal and is stored. After a reset every vertex
     observed R keeps (0, 0, 1) and one observed I keeps f_S = 0, the same for every lane, so
-    whole rows of those stores go (the terms, double-buffered, are always stored).
+    whole rows of those stores go (the terms, double-buffered, are always stored). The term is
+    formed from f_I rounded to the state's type in a register: the value the cell holds after
+    the store, without reading it back.
     """
-    fs = np.float64(f_s[g, u, lane])
-    fi = np.float64(f_i[g, u, lane])
+    fs = np.float64(fs_cell)
+    fi = np.float64(fi_cell)
     k = fi + fs * -math.expm1(log_rho)
     s_next = fs * math.exp(log_rho)
     i_next = k * (1.0 - br)
     if not (fs == 0.0 and s_next == 0.0):
         f_s[g, u, lane] = s_next
+    i_cell = fi_cell
     if not (fi == 0.0 and i_next == 0.0):
-        f_i[g, u, lane] = i_next
+        i_cell = f_i.dtype.type(i_next)
+        f_i[g, u, lane] = i_cell
     if k != 0.0:
-        f_r[g, u, lane] = np.float64(f_r[g, u, lane]) + k * br
-    terms_next[g, u, lane] = _term(f_i, beta_gather, g, u, lane, c)
+        f_r[g, u, lane] = np.float64(fr_cell) + k * br
+    terms_next[g, u, lane] = math.log1p(-beta_gather[c] * i_cell)
+
+
+@cuda.jit(device=True)
+def _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c, log_rho, br):
+    """:func:`_advance_loaded` on u's marginals, all three read before any store (the form timed in
+    the comment above :func:`batch_pressure_pair`)."""
+    _advance_loaded(f_s[g, u, lane], f_i[g, u, lane], f_r[g, u, lane], f_s, f_i, f_r, terms_next,
+                    beta_gather, g, u, lane, c, log_rho, br)
 
 
 @cuda.jit
@@ -219,7 +233,10 @@ def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, terms_
     _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c0 + c, acc, beta_r[c0 + c])
 
 
-@kernel(max_registers=64)  # 72 uncapped; 64 made a 2-group Orkut-sized step 33.6 -> 30.3 ms (H100)
+# 72 registers uncapped; 64 made a 2-group Orkut-sized step 33.6 -> 30.3 ms (H100). Since u's term is
+# formed in a register, a LiveJournal-sized SIR fit takes 4.53 s capped at 64, 4.65 s at 56, 5.20 s at
+# 48 and 5.17 s uncapped; loading u's marginals before its gathers made it 4.81 s (H100, 2026-11-28).
+@kernel(max_registers=64)
 def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, terms_cur, terms_next,
                          f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial, check):
     """batch_pressure for the group pair (2 y, 2 y + 1), y = blockIdx.y: the pair's first group is
