@@ -75,6 +75,21 @@ def test_simulator_identical(graph, model):
     np.testing.assert_array_equal(cpu, gpu)
 
 
+@pytest.mark.parametrize("model", ["si", "sir"])
+@pytest.mark.parametrize("method", ["battus-z", "battus"])
+def test_histories_without_posteriors_identical(graph, backend, model, method):
+    """A run that keeps no posteriors (CPU: decoded a block at a time, :meth:`posterior_hitting_times`)
+    gives the history of one that keeps them, on both backends."""
+    problem = _problem(graph, model, 2)
+    overrides = {"fit_settings": SMALL_FIT} if method == "battus" else {}
+    options = method_options(method, **overrides)
+    kept = reconstruct(problem, options, CPUBackend(), keep_posteriors=True)
+    for got in (reconstruct(problem, options, CPUBackend()), reconstruct(problem, options, backend)):
+        assert got.posteriors is None
+        np.testing.assert_array_equal(got.t_inf, kept.t_inf)
+        np.testing.assert_array_equal(got.t_rec, kept.t_rec)
+
+
 @pytest.mark.parametrize("n_snapshots", [1, 2, 4])
 @pytest.mark.parametrize("model", ["si", "sir"])
 @pytest.mark.parametrize("method", ["battus-z", "battus"])

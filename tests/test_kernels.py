@@ -156,3 +156,26 @@ def test_pinned_pressures_change_no_posterior(kind, model, k, settles, reset):
                                          decoder, 0.65, model == "sir", False)
             for a, b in zip(got, full, strict=True):
                 np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kind,model,k", [c for c in CASES if c[0] != "dense-undirected"])
+@pytest.mark.parametrize("n", [63, 64, 200])  # one partial block, one whole block, several and a partial one
+def test_decoding_block_by_block_equals_decoding_the_posteriors(kind, model, k, n):
+    """posterior_hitting_times (posteriors decoded a block of vertices at a time, never held whole)
+    gives the hitting times of hitting_times(posteriors(...)) for every decoder and option."""
+    problem = make_problem(kind, model, k, n=n)
+    beta_i, beta_r = 0.12, (0.08 if model == "sir" else 0.0)
+    backend = CPUBackend()
+    prep = backend.prepare(problem)
+    with_recovery = model == "sir"
+    for reset in (False, True):
+        rho = backend.pressures(prep, problem.prior, beta_i, beta_r, reset)
+        for backward in (True, False):
+            gamma = backend.posteriors(prep, rho, problem.prior, beta_r, backward)
+            for decoder in ("threshold", "map"):
+                for projection in (True, False):
+                    want = backend.hitting_times(prep, gamma, decoder, 0.65, with_recovery, projection)
+                    got = backend.posterior_hitting_times(prep, rho, problem.prior, beta_r, backward, decoder, 0.65,
+                                                          with_recovery, projection)
+                    np.testing.assert_array_equal(got[0], want[0])
+                    np.testing.assert_array_equal(got[1], want[1])

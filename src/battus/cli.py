@@ -210,7 +210,7 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
     problem = _observed(read_history(args.history), args)
     options = options_from_args(args)
     require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
-                              fit_chunk=options.fit_settings.chunk if options.fit else 0),
+                              causal=options.causal, fit_chunk=options.fit_settings.chunk if options.fit else 0),
             args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
     say = _say(args.quiet)
     say(f"{options.method} on {problem.name or args.history}: n={problem.n} arcs={problem.graph.m} "

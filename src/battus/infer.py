@@ -89,7 +89,7 @@ def _reconstruct(problem: Problem, options: Options, backend: Backend, keep_post
     runs: list[float] = []
     while True:
         result = None  # free the previous run's arrays before the next run allocates its own
-        elapsed, result = _run_once(backend, prep, problem, options, say if not runs else None)
+        elapsed, result = _run_once(backend, prep, problem, options, say if not runs else None, keep_posteriors)
         runs.append(elapsed)
         if len(runs) >= repeats or sum(runs) >= repeat_seconds:
             break
@@ -116,9 +116,11 @@ def _reconstruct(problem: Problem, options: Options, backend: Backend, keep_post
     )
 
 
-def _run_once(backend: Backend, prep, problem: Problem, options: Options, progress) -> tuple[float, tuple]:
+def _run_once(backend: Backend, prep, problem: Problem, options: Options, progress,
+              keep_posteriors: bool = False) -> tuple[float, tuple]:
     """One timed pass of the algorithm (fit + inference + decode, after upload and warm-up):
-    CUDA events on the GPU, the host clock on the CPU."""
+    CUDA events on the GPU, the host clock on the CPU. The posteriors are returned (else None)
+    when kept or needed by the causal repair."""
     say = progress or (lambda msg: None)
     started = backend.start_interval()
     trace: list = []
@@ -132,8 +134,13 @@ def _run_once(backend: Backend, prep, problem: Problem, options: Options, progre
     say(f"inference at beta_i={beta_i:.6g}, beta_r={beta_r:.6g}")
     prior = problem.prior
     rho = backend.pressures(prep, prior, beta_i, beta_r, options.reset)
-    gamma = backend.posteriors(prep, rho, prior, beta_r, options.backward)
-    t_inf, t_rec, extras = decode(backend, prep, problem, gamma, options.decoder, options.tau, options.projection,
-                                  options.causal)
+    if keep_posteriors or options.causal:
+        gamma = backend.posteriors(prep, rho, prior, beta_r, options.backward)
+        t_inf, t_rec, extras = decode(backend, prep, problem, gamma, options.decoder, options.tau,
+                                      options.projection, options.causal)
+    else:  # nothing else reads the posteriors: the backend may decode them as it forms them
+        gamma, extras = None, {}
+        t_inf, t_rec = backend.posterior_hitting_times(prep, rho, prior, beta_r, options.backward, options.decoder,
+                                                       options.tau, problem.model == "sir", options.projection)
     elapsed = backend.stop_interval(started)
     return elapsed, (beta_i, beta_r, trace, gamma, t_inf, t_rec, extras)

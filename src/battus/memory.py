@@ -63,11 +63,16 @@ def simulate_bytes(n: int, arcs: int, T: int) -> int:
     return 2 * history_bytes(n, T) + 8 * int(n) + 12 * int(arcs)
 
 
-def reconstruct_bytes(n: int, arcs: int, T: int, *, keep_posteriors: bool = False, fit_chunk: int = 0) -> int:
-    """Pressures (1 float64 a cell), posteriors (3 float64), the decoded history, the graph,
-    and the fit's per-candidate vertex state (``fit_chunk`` candidates at a time)."""
+def reconstruct_bytes(n: int, arcs: int, T: int, *, keep_posteriors: bool = False, causal: bool = False,
+                      fit_chunk: int = 0) -> int:
+    """Pressures (1 float64 a cell), the decoded history, the graph, the posteriors (3 float64 a
+    cell) where they are kept or the causal repair reads them (else they are decoded a block of
+    vertices at a time), and the fit's per-candidate vertex state (``fit_chunk`` candidates at a
+    time)."""
     cells = (int(T) + 1) * int(n)
-    needed = cells * (8 + 3 * 8 + 1) + 12 * int(arcs) + 64 * int(n)
+    needed = cells * (8 + 1) + 12 * int(arcs) + 64 * int(n)
+    if keep_posteriors or causal:
+        needed += cells * 3 * 8
     if keep_posteriors:
         needed += cells * 3 * 4
     if fit_chunk:

@@ -87,6 +87,11 @@ class Backend(Protocol):
                       projection: bool) -> tuple[Any, Any]:
         """Threshold or MAP decoding to hitting times (T+1 = never), projected onto the observations."""
 
+    def posterior_hitting_times(self, prep: Prepared, rho, prior, beta_r: float, backward: bool, decoder: str,
+                                tau: float, with_recovery: bool, projection: bool) -> tuple[Any, Any]:
+        """:meth:`hitting_times` of :meth:`posteriors`, the same values, for a run that keeps no
+        posteriors: the backend need not hold all of them at once."""
+
     def causal_repair(self, prep: Prepared, gamma, t_inf, t_rec, T: int) -> tuple[Any, Any, dict]:
         """Graph-causal repair of decoded hitting times: (t_inf, t_rec, counts); inputs unchanged."""
 
@@ -134,6 +139,7 @@ def run_every_kernel(backend: Backend, causal: bool, fit: bool = True) -> None:
     gamma = backend.posteriors(prep, rho, tiny.prior, 0.1, True)
     for decoder in ("threshold", "map"):
         t_inf, t_rec = backend.hitting_times(prep, gamma, decoder, 0.65, True, True)
+    backend.posterior_hitting_times(prep, rho, tiny.prior, 0.1, True, "map", 0.65, True, True)
     if causal:
         backend.causal_repair(prep, gamma, t_inf, t_rec, tiny.T)
     backend.synchronize()

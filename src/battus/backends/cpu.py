@@ -100,6 +100,21 @@ class CPUBackend:
             infer_cpu.threshold_hitting_times(gamma, float(tau), bool(with_recovery), t_inf, t_rec)
         else:
             infer_cpu.map_hitting_times(gamma, bool(with_recovery), t_inf, t_rec)
+        return self._projected(prep, t_inf, t_rec, projection)
+
+    def posterior_hitting_times(self, prep: Prepared, rho, prior, beta_r: float, backward: bool, decoder: str,
+                                tau: float, with_recovery: bool, projection: bool) -> tuple[np.ndarray, np.ndarray]:
+        t_inf = np.empty(prep.n, dtype=np.int64)
+        t_rec = np.empty(prep.n, dtype=np.int64)
+        infer_cpu.forward_backward_hitting_times(
+            rho, float(beta_r), np.asarray(prior, dtype=np.float64), prep.seg_left, prep.seg_right,
+            prep.obs_index, prep.obs_states, bool(backward), decoder == "map", float(tau), bool(with_recovery),
+            t_inf, t_rec,
+        )
+        return self._projected(prep, t_inf, t_rec, projection)
+
+    @staticmethod
+    def _projected(prep: Prepared, t_inf: np.ndarray, t_rec: np.ndarray, projection: bool) -> tuple:
         if projection:
             infer_cpu.project_hitting_times(prep.obs_times, prep.obs_states, t_inf, t_rec)
         return t_inf, t_rec

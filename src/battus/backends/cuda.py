@@ -516,6 +516,13 @@ class CUDABackend:
             K.project_hitting_times[grid, tpb](prep.obs_times, prep.obs_states, t_inf, t_rec)
         return t_inf, t_rec
 
+    def posterior_hitting_times(self, prep: CUDAPrepared, rho: DevicePressures, prior, beta_r: float,
+                                backward: bool, decoder: str, tau: float, with_recovery: bool, projection: bool):
+        """posteriors, then hitting_times: the device holds the posteriors in float32, and its
+        forward-backward, a thread per vertex, has no block of vertices to decode in a small buffer."""
+        gamma = self.posteriors(prep, rho, prior, beta_r, backward)
+        return self.hitting_times(prep, gamma, decoder, tau, with_recovery, projection)
+
     def to_host(self, array) -> np.ndarray:
         if isinstance(array, DevicePressures):
             return np.exp(array.log_rho.copy_to_host().astype(np.float64))

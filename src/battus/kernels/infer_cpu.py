@@ -129,75 +129,110 @@ def mean_field_pressures(indptr, indices, prior, beta_i, beta_r, T, obs_index, o
 FB_BLOCK = 64
 
 
-@numba.njit(parallel=True, cache=True)
-def forward_backward(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, gamma):
-    """Posteriors (3, T+1, n) over frozen pressures, vertex-blocked.
+@numba.njit(cache=True, inline="always")
+def _forward_backward_block(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, u0, width,
+                            msg, gamma, c0):
+    """Posteriors of the ``width`` vertices from ``u0`` into columns ``c0`` on of ``gamma``.
 
     The steps of :func:`rules.forward_backward_rule` (the GPU's thread per
-    vertex), in the same order for each vertex, with the loops turned: a block
-    of ``FB_BLOCK`` consecutive vertices goes through the frames together, so
-    each frame's innermost loop runs over contiguous vertices (independent
-    divisions in flight, contiguous rows of ``rho`` and ``gamma``) instead of
-    one vertex's chain of dependent divisions over strided frames.
+    vertex), in the same order for each vertex, with the loops turned: the
+    block's vertices go through the frames together, so each frame's
+    innermost loop runs over contiguous vertices (independent divisions in
+    flight, contiguous rows of ``rho`` and ``gamma``) instead of one vertex's
+    chain of dependent divisions over strided frames. ``msg`` holds one
+    message (forward, then backward) per vertex of the block. Vertex and
+    column indices are unsigned: Numba then skips the negative-index
+    wraparound, so the frame loops compile to vector code.
     """
-    n = rho.shape[1]
-    n_blocks = (n + FB_BLOCK - 1) // FB_BLOCK
-    for block in prange(n_blocks):
-        # unsigned vertex indices: Numba skips the negative-index wraparound, so the frame loops over
-        # the block's vertices compile to vector code
-        u0 = np.uint64(block * FB_BLOCK)
-        width = np.uint64(min(FB_BLOCK, n - block * FB_BLOCK))
-        msg = np.empty((3, FB_BLOCK))  # one message (forward, then backward) per vertex of the block
-        for s in range(seg_left.shape[0]):
-            lo = seg_left[s]
-            hi = seg_right[s]
+    for s in range(seg_left.shape[0]):
+        lo = seg_left[s]
+        hi = seg_right[s]
+        for j in range(width):
+            u = u0 + j
+            if obs_index[lo] >= 0:
+                a_s, a_i, a_r = _one_hot(obs_states[obs_index[lo], u])
+            else:
+                a_s, a_i, a_r = prior[0], prior[1], prior[2]
+            msg[0, j] = a_s
+            msg[1, j] = a_i
+            msg[2, j] = a_r
+            gamma[0, lo, c0 + j] = a_s
+            gamma[1, lo, c0 + j] = a_i
+            gamma[2, lo, c0 + j] = a_r
+        for t in range(lo, hi):
             for j in range(width):
                 u = u0 + j
-                if obs_index[lo] >= 0:
-                    a_s, a_i, a_r = _one_hot(obs_states[obs_index[lo], u])
-                else:
-                    a_s, a_i, a_r = prior[0], prior[1], prior[2]
+                q, p_inf = _avoidance(rho, t + 1, u)
+                a_s, a_i, a_r = _forward_step(msg[0, j], msg[1, j], msg[2, j], q, p_inf, beta_r)
                 msg[0, j] = a_s
                 msg[1, j] = a_i
                 msg[2, j] = a_r
-                gamma[0, lo, u] = a_s
-                gamma[1, lo, u] = a_i
-                gamma[2, lo, u] = a_r
-            for t in range(lo, hi):
-                for j in range(width):
-                    u = u0 + j
-                    q, p_inf = _avoidance(rho, t + 1, u)
-                    a_s, a_i, a_r = _forward_step(msg[0, j], msg[1, j], msg[2, j], q, p_inf, beta_r)
-                    msg[0, j] = a_s
-                    msg[1, j] = a_i
-                    msg[2, j] = a_r
-                    gamma[0, t + 1, u] = a_s
-                    gamma[1, t + 1, u] = a_i
-                    gamma[2, t + 1, u] = a_r
+                gamma[0, t + 1, c0 + j] = a_s
+                gamma[1, t + 1, c0 + j] = a_i
+                gamma[2, t + 1, c0 + j] = a_r
+        for j in range(width):
+            if backward and obs_index[hi] >= 0:
+                d_s, d_i, d_r = _one_hot(obs_states[obs_index[hi], u0 + j])
+            else:
+                d_s, d_i, d_r = 1.0, 1.0, 1.0
+            msg[0, j] = d_s
+            msg[1, j] = d_i
+            msg[2, j] = d_r
+        t = hi
+        while t >= lo:
             for j in range(width):
-                if backward and obs_index[hi] >= 0:
-                    d_s, d_i, d_r = _one_hot(obs_states[obs_index[hi], u0 + j])
-                else:
-                    d_s, d_i, d_r = 1.0, 1.0, 1.0
-                msg[0, j] = d_s
-                msg[1, j] = d_i
-                msg[2, j] = d_r
-            t = hi
-            while t >= lo:
-                for j in range(width):
-                    u = u0 + j
-                    d_s, d_i, d_r = msg[0, j], msg[1, j], msg[2, j]
-                    if t < hi and backward:
-                        q, p_inf = _avoidance(rho, t + 1, u)
-                        d_s, d_i, d_r = _backward_step(d_s, d_i, d_r, q, p_inf, beta_r)
-                        msg[0, j] = d_s
-                        msg[1, j] = d_i
-                        msg[2, j] = d_r
-                    g_s, g_i, g_r = _posterior(gamma[0, t, u], gamma[1, t, u], gamma[2, t, u], d_s, d_i, d_r)
-                    gamma[0, t, u] = g_s
-                    gamma[1, t, u] = g_i
-                    gamma[2, t, u] = g_r
-                t -= 1
+                u = u0 + j
+                c = c0 + j
+                d_s, d_i, d_r = msg[0, j], msg[1, j], msg[2, j]
+                if t < hi and backward:
+                    q, p_inf = _avoidance(rho, t + 1, u)
+                    d_s, d_i, d_r = _backward_step(d_s, d_i, d_r, q, p_inf, beta_r)
+                    msg[0, j] = d_s
+                    msg[1, j] = d_i
+                    msg[2, j] = d_r
+                g_s, g_i, g_r = _posterior(gamma[0, t, c], gamma[1, t, c], gamma[2, t, c], d_s, d_i, d_r)
+                gamma[0, t, c] = g_s
+                gamma[1, t, c] = g_i
+                gamma[2, t, c] = g_r
+            t -= 1
+
+
+@numba.njit(parallel=True, cache=True)
+def forward_backward(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, gamma):
+    """Posteriors (3, T+1, n) over frozen pressures, in blocks of ``FB_BLOCK`` consecutive vertices
+    (:func:`_forward_backward_block`)."""
+    n = rho.shape[1]
+    n_blocks = (n + FB_BLOCK - 1) // FB_BLOCK
+    for block in prange(n_blocks):
+        u0 = np.uint64(block * FB_BLOCK)
+        width = np.uint64(min(FB_BLOCK, n - block * FB_BLOCK))
+        msg = np.empty((3, FB_BLOCK))
+        _forward_backward_block(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, u0,
+                                width, msg, gamma, u0)
+
+
+@numba.njit(parallel=True, cache=True)
+def forward_backward_hitting_times(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward,
+                                   use_map, tau, with_recovery, t_inf, t_rec):
+    """:func:`forward_backward` then :func:`map_hitting_times` (``use_map``) or
+    :func:`threshold_hitting_times`, a block at a time: each block's posteriors go to a buffer of
+    ``3 (T+1) FB_BLOCK`` floats (63 KB at T = 40) and are decoded there, so the (3, T+1, n) array
+    is never written, read back, or even allocated, which on a 200,000-vertex graph is 197 MB of
+    fresh pages for every run. The same values are decoded, so the hitting times are the same."""
+    n = rho.shape[1]
+    n_blocks = (n + FB_BLOCK - 1) // FB_BLOCK
+    for block in prange(n_blocks):
+        u0 = np.uint64(block * FB_BLOCK)
+        width = np.uint64(min(FB_BLOCK, n - block * FB_BLOCK))
+        msg = np.empty((3, FB_BLOCK))
+        gamma = np.empty((3, rho.shape[0], FB_BLOCK))
+        _forward_backward_block(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, u0,
+                                width, msg, gamma, np.uint64(0))
+        for j in range(width):
+            if use_map:
+                t_inf[u0 + j], t_rec[u0 + j] = _map_vertex(gamma, j, with_recovery)
+            else:
+                t_inf[u0 + j], t_rec[u0 + j] = _threshold_vertex(gamma, j, tau, with_recovery)
 
 
 @numba.njit(parallel=True, cache=True)
