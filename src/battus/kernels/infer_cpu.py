@@ -130,6 +130,12 @@ FB_BLOCK = 64
 
 
 @numba.njit(cache=True, inline="always")
+def _block_span(block, n):
+    """First vertex and width of vertex block ``block``, unsigned (see :func:`_forward_backward_block`)."""
+    return np.uint64(block * FB_BLOCK), np.uint64(min(FB_BLOCK, n - block * FB_BLOCK))
+
+
+@numba.njit(cache=True, inline="always")
 def _forward_backward_block(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, u0, width,
                             msg, gamma, c0):
     """Posteriors of the ``width`` vertices from ``u0`` into columns ``c0`` on of ``gamma``.
@@ -202,10 +208,8 @@ def forward_backward(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_sta
     """Posteriors (3, T+1, n) over frozen pressures, in blocks of ``FB_BLOCK`` consecutive vertices
     (:func:`_forward_backward_block`)."""
     n = rho.shape[1]
-    n_blocks = (n + FB_BLOCK - 1) // FB_BLOCK
-    for block in prange(n_blocks):
-        u0 = np.uint64(block * FB_BLOCK)
-        width = np.uint64(min(FB_BLOCK, n - block * FB_BLOCK))
+    for block in prange((n + FB_BLOCK - 1) // FB_BLOCK):
+        u0, width = _block_span(block, n)
         msg = np.empty((3, FB_BLOCK))
         _forward_backward_block(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, u0,
                                 width, msg, gamma, u0)
@@ -220,10 +224,8 @@ def forward_backward_hitting_times(rho, beta_r, prior, seg_left, seg_right, obs_
     is never written, read back, or even allocated, which on a 200,000-vertex graph is 197 MB of
     fresh pages for every run. The same values are decoded, so the hitting times are the same."""
     n = rho.shape[1]
-    n_blocks = (n + FB_BLOCK - 1) // FB_BLOCK
-    for block in prange(n_blocks):
-        u0 = np.uint64(block * FB_BLOCK)
-        width = np.uint64(min(FB_BLOCK, n - block * FB_BLOCK))
+    for block in prange((n + FB_BLOCK - 1) // FB_BLOCK):
+        u0, width = _block_span(block, n)
         msg = np.empty((3, FB_BLOCK))
         gamma = np.empty((3, rho.shape[0], FB_BLOCK))
         _forward_backward_block(rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, u0,
