@@ -108,7 +108,7 @@ class CPUBackend:
         t_rec = np.empty(prep.n, dtype=np.int64)
         infer_cpu.forward_backward_hitting_times(
             rho, float(beta_r), np.asarray(prior, dtype=np.float64), prep.seg_left, prep.seg_right,
-            prep.obs_index, prep.obs_states, bool(backward), decoder == "map", float(tau), bool(with_recovery),
+            prep.obs_index, prep.obs_states, bool(backward), decoder != "threshold", float(tau), bool(with_recovery),
             t_inf, t_rec,
         )
         return self._projected(prep, t_inf, t_rec, projection)

@@ -39,11 +39,12 @@ _LOG_FLOOR = 1e-300
 
 
 @cuda.jit(device=True)
-def _term(f_i, beta_gather, g, u, lane, c):
-    """log1p(-beta * fI) of vertex u for candidate c, in the state's precision: the value every
-    neighbour of u adds to its log-pressure (the element types make it a float32 log1p for float32
-    state and a float64 one for float64 state, exactly as when it was formed per arc)."""
-    return math.log1p(-beta_gather[c] * f_i[g, u, lane])
+def _term(beta, fi):
+    """log1p(-beta * fI) of a vertex for one candidate's rate ``beta``, in the state's precision:
+    the value every neighbour of the vertex adds to its log-pressure (the element types make it a
+    float32 log1p for float32 state and a float64 one for float64 state, exactly as when it was
+    formed per arc)."""
+    return math.log1p(-beta * fi)
 
 
 @cuda.jit(device=True)
@@ -132,7 +133,7 @@ def batch_fill(prior, beta_gather, c0, n_cand, f_s, f_i, f_r, terms):
     f_r[g, v, lane] = prior[2]
     c = g * lanes + lane
     if c < n_cand:
-        terms[g, v, lane] = _term(f_i, beta_gather, g, v, lane, c0 + c)
+        terms[g, v, lane] = _term(beta_gather[c0 + c], f_i[g, v, lane])
 
 
 @cuda.jit(device=True)
@@ -186,7 +187,7 @@ def _advance_loaded(fs_cell, fi_cell, fr_cell, f_s, f_i, f_r, terms_next, beta_g
         f_i[g, u, lane] = i_cell
     if k != 0.0:
         f_r[g, u, lane] = np.float64(fr_cell) + k * br
-    terms_next[g, u, lane] = math.log1p(-beta_gather[c] * i_cell)
+    terms_next[g, u, lane] = _term(beta_gather[c], i_cell)
 
 
 @cuda.jit(device=True)
@@ -328,7 +329,7 @@ def batch_score_reset(obs_states, rows, piece_lanes, gather_id, f_s, f_i, f_r, t
             f_s[g, w, lane] = 1.0 if s == 0 else 0.0
             f_i[g, w, lane] = 1.0 if s == 1 else 0.0
             f_r[g, w, lane] = 1.0 if s == 2 else 0.0
-            terms[g, w, lane] = _term(f_i, beta_gather, g, w, lane, c0 + c)
+            terms[g, w, lane] = _term(beta_gather[c0 + c], f_i[g, w, lane])
             u += stride
     sm[tid] = acc
     cuda.syncthreads()
