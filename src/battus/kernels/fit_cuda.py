@@ -235,8 +235,8 @@ def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, terms_
 
 
 # 72 registers uncapped; 64 made a 2-group Orkut-sized step 33.6 -> 30.3 ms (H100). Since u's term is
-# formed in a register, a LiveJournal-sized SIR fit takes 4.53 s capped at 64, 4.65 s at 56, 5.20 s at
-# 48 and 5.17 s uncapped; loading u's marginals before its gathers made it 4.81 s (H100, 2026-11-28).
+# formed in a register, a LiveJournal-sized SIR fit takes 4.53-4.57 s capped at 64, 4.65 s at 56, 5.20 s at
+# 48 and 5.17 s uncapped; loading u's f_S and f_I before its gathers made it 4.81 s (H100, 2026-11-28).
 @kernel(max_registers=64)
 def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, terms_cur, terms_next,
                          f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial, check):
