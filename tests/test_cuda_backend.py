@@ -138,8 +138,9 @@ def test_loglik_batch_matches_cpu(graph, backend):
 
 @pytest.mark.parametrize("precision", ["mixed", "float64"])
 def test_loglik_batch_independent_of_group_width(graph, precision):
-    """A candidate's likelihood is bit-identical whatever group width (lanes) holds it: the narrow
-    float64 re-score groups give the values the full-warp groups gave."""
+    """A candidate's likelihood is bit-identical whatever group width (lanes) holds it and whichever
+    step kernel runs it: single groups, group pairs with one lane per thread
+    (batch_pressure_pair) or two (batch_pressure_pair_two_lanes), odd and even group counts."""
     from battus.backends.cuda import CUDABackend
     from battus.kernels import fit_cuda
     from battus.kernels.cuda_common import WARP
@@ -147,17 +148,20 @@ def test_loglik_batch_independent_of_group_width(graph, precision):
     problem = _problem(graph, "sir", 2)
     beta_i = np.linspace(0.01, 0.5, 11)
     beta_r = np.linspace(0.3, 0.02, 11)
-    be = CUDABackend(fit_precision=precision, warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    be = CUDABackend(fit_precision=precision, warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4,
+                     fit_pairs=False)
     prep = be.prepare(problem)
+    assert prep.items["mean_arcs"] <= be.two_lane_max_arcs  # so that the default takes two lanes
     wide = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=WARP)
     for lanes in sorted({1, fit_cuda.NARROW, WARP // 2}):
         narrow = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=lanes)
         assert narrow.tobytes() == wide.tobytes(), lanes
-    # group pairs sharing their index reads (batch_pressure_pair), odd and even group counts
     be.fit_pairs = True
-    for lanes in sorted({1, fit_cuda.NARROW, WARP // 2}):
-        paired = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=lanes)
-        assert paired.tobytes() == wide.tobytes(), ("pairs", lanes)
+    for two_lane_max_arcs in (0.0, 32.0):
+        be.two_lane_max_arcs = two_lane_max_arcs
+        for lanes in sorted({1, fit_cuda.NARROW, WARP // 2, WARP}):
+            paired = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=lanes)
+            assert paired.tobytes() == wide.tobytes(), ("pairs", two_lane_max_arcs, lanes)
     with pytest.raises(ValueError, match="lanes must divide"):
         be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=3)
 
@@ -268,9 +272,12 @@ def test_absorbed_vertices_skip_their_gathers_with_identical_values(graph, model
     beta_i = np.linspace(0.02, 0.6, count)
     beta_r = np.linspace(0.4, 0.05, count) if model == "sir" else np.zeros(count)
     for mode, n in (("float32", count), ("float64", count), ("narrow64", 2)):  # narrow64 of 2: folded
-        got = skipping.evaluate(prep_s, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
-        want = full.evaluate(prep_f, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
-        assert np.all(np.isfinite(want)) and got.tobytes() == want.tobytes(), mode
+        want = full.evaluate(prep_f, problem.prior, beta_i[:n], beta_r[:n], mode, count, {})
+        assert np.all(np.isfinite(want))
+        for two_lane_max_arcs in (0.0, 32.0):  # group pairs with one lane per thread, then two
+            skipping.two_lane_max_arcs = two_lane_max_arcs
+            got = skipping.evaluate(prep_s, problem.prior, beta_i[:n], beta_r[:n], mode, count, {})
+            assert got.tobytes() == want.tobytes(), (mode, two_lane_max_arcs)
     settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1)
     assert fit_rates(skipping, prep_s, problem, settings) == fit_rates(full, prep_f, problem, settings)
 

@@ -318,3 +318,43 @@ def test_warm_up_compiles_every_inference_kernel():
     warm, after = json.loads(proc.stdout.strip().splitlines()[-1])
     assert after == warm
     assert warm["zero_rows"] >= 1 and warm["pressure_binned"] >= 1 and warm["causal specialized"] == [2]
+
+
+_WARM_FIT_SCRIPT = r"""
+import json
+from battus.backends.cuda import CUDABackend
+from battus.infer import method_options, reconstruct
+from battus.kernels import fit_cuda
+from battus.options import FitSettings
+from battus.problem import Problem, observe, schedule_times
+from battus.simulate import simulate
+from battus.synth import chung_lu
+
+PAIRS = ("batch_pressure_pair", "batch_pressure_pair_two_lanes")
+backend = CUDABackend()
+backend.warm_up(fit=True)
+warm = {name: len(getattr(fit_cuda, name).overloads) for name in PAIRS}
+means = []
+for n, m in ((400, 2_000), (400, 40_000)):  # 5 and 100 arcs per work item: each pair step's kernel
+    graph = chung_lu(n, m, seed=1)
+    truth = simulate(graph, "sir", 10, 20, 0.1, 0.1, seed=2)
+    problem = Problem(graph, "sir", 10, 20, observe(truth, schedule_times(10)), truth)
+    means.append(backend.prepare(problem).items["mean_arcs"])
+    reconstruct(problem, method_options("battus", fit_settings=FitSettings(grid_points=9, refine_points=3,
+                                                                            refine_rounds=1)), backend=backend)
+after = {name: len(getattr(fit_cuda, name).overloads) for name in PAIRS}
+print(json.dumps([warm, after, means, backend.two_lane_max_arcs]))
+"""
+
+
+def test_warm_up_compiles_both_group_pair_steps():
+    """The fit's group-pair step runs one of two kernels, picked by the graph's mean arcs per work
+    item; warm-up compiles both, so that neither compiles inside a timed fit."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _WARM_FIT_SCRIPT], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warm, after, means, limit = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert means[0] <= limit < means[1]  # one graph on each side of the threshold
+    assert all(count >= 1 for count in warm.values()) and after == warm

@@ -27,6 +27,7 @@ allocated: a problem that cannot fit gets a one-line :class:`InputError`.
 from __future__ import annotations
 
 import itertools
+import math
 import time
 import weakref
 from collections.abc import Sequence
@@ -89,7 +90,7 @@ class CUDABackend:
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
                  narrow_lanes: int | None = None, fit_pairs: bool = True, fold: bool = True,
-                 skip_absorbed: bool = True, prune: bool = True,
+                 skip_absorbed: bool = True, prune: bool = True, two_lane_max_arcs: float = 32.0,
                  devices: Sequence[int] | None = None) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
@@ -113,6 +114,9 @@ class CUDABackend:
         # float32 rounds of several passes: the second piece only for candidates that can still
         # reach the re-score (_evaluate_pruned)
         self.prune = bool(prune)
+        # group-pair steps on graphs of at most this many arcs per work item, on average, take two
+        # lanes per thread (fit_cuda.batch_pressure_pair_two_lanes); 0 never
+        self.two_lane_max_arcs = float(two_lane_max_arcs)
         self.devices = tuple(int(d) for d in devices) if devices else ()
         if any(d < 0 for d in self.devices):
             raise ValueError(f"devices must be CUDA device ordinals >= 0, got {list(self.devices)}")
@@ -121,7 +125,7 @@ class CUDABackend:
                           "hub_min_degree": hub_min_degree, "hub_chunk": hub_chunk, "item_arcs": item_arcs,
                           "threads": threads, "reorder": reorder, "narrow_lanes": narrow_lanes,
                           "fit_pairs": fit_pairs, "fold": fold, "skip_absorbed": skip_absorbed,
-                          "prune": prune}
+                          "prune": prune, "two_lane_max_arcs": two_lane_max_arcs}
         self._workers: list = []  # one DeviceWorker per device after the first, started with the fit
         self._spread = False  # whether problems and fitting rounds go to the workers too
         self._problem_keys = itertools.count()
@@ -209,10 +213,16 @@ class CUDABackend:
         try:
             if needs_warm_up(self._warmed, causal, fit) and not self.simulated:  # the simulator compiles nothing
                 spread, self._spread = self._spread, False  # warm up this device alone
+                limit = self.two_lane_max_arcs
                 try:
-                    run_every_kernel(self, causal, fit)
+                    # a fit's group-pair step has two kernels, picked by the graph's work items
+                    # (two_lane_max_arcs): the tiny problem takes each in turn
+                    for forced in ((0.0, math.inf) if fit else (limit,)):
+                        self.two_lane_max_arcs = forced
+                        run_every_kernel(self, causal, fit)
                 finally:
                     self._spread = spread
+                    self.two_lane_max_arcs = limit
                 self._warmed.add((causal, fit))
         finally:
             if starting:
@@ -423,6 +433,7 @@ class CUDABackend:
             "split_vertex": self._upload(gather_id[split_vertex]),
             "split_ptr": self._upload(split_ptr),
             "n_items": total,
+            "mean_arcs": int(indptr[-1]) / total if total else 0.0,
             "n_split": int(split_vertex.shape[0]),
             "n_slots": int(split.sum()),
         }
@@ -577,6 +588,10 @@ class CUDABackend:
         # (batch_pressure: running it as a pair with itself made the Orkut-sized SI fit 3.85 s
         # instead of 2.39 s on an H100)
         pairs = groups // 2 if self.fit_pairs else 0
+        # on graphs of short work items a pair step takes two adjacent lanes per thread, read as one
+        # complex element, so that a warp holds two items (fit_cuda.batch_pressure_pair_two_lanes)
+        two_lanes = lanes % 2 == 0 and it["mean_arcs"] <= self.two_lane_max_arcs
+        pair_of_lanes = np.complex128 if f_s.dtype == np.float64 else np.complex64
         # rows per score block as at L = WARP, so every candidate's sum has the same order
         score_tpb = (tpb // WARP) * lanes
         scored = 0
@@ -597,7 +612,13 @@ class CUDABackend:
             if t == steps:
                 break
             g0 = 0
-            if pairs:
+            if pairs and two_lanes:
+                KF.batch_pressure_pair_two_lanes[(blocks(it["n_items"], tpb // (lanes // 2)), pairs), tpb](
+                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a.view(pair_of_lanes),
+                    t_b, f_s, f_i, f_r, beta_gather, beta_r, c0, count, partial, check,
+                )
+                g0 = 2 * pairs
+            elif pairs:
                 KF.batch_pressure_pair[(item_grid[0], pairs), tpb](
                     prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i,
                     f_r, beta_gather, beta_r, c0, count, partial, check,
