@@ -335,7 +335,7 @@ backend = CUDABackend()
 backend.warm_up(fit=True)
 warm = {name: len(getattr(fit_cuda, name).overloads) for name in PAIRS}
 means = []
-for n, m in ((400, 2_000), (400, 40_000)):  # 5 and 100 arcs per work item: each pair step's kernel
+for n, m in ((400, 2_000), (2_000, 100_000)):  # 5 and about 50 arcs per work item: each pair step's kernel
     graph = chung_lu(n, m, seed=1)
     truth = simulate(graph, "sir", 10, 20, 0.1, 0.1, seed=2)
     problem = Problem(graph, "sir", 10, 20, observe(truth, schedule_times(10)), truth)
