@@ -588,10 +588,15 @@ class CUDABackend:
         # (batch_pressure: running it as a pair with itself made the Orkut-sized SI fit 3.85 s
         # instead of 2.39 s on an H100)
         pairs = groups // 2 if self.fit_pairs else 0
-        # on graphs of short work items a pair step takes two adjacent lanes per thread, read as one
-        # complex element, so that a warp holds two items (fit_cuda.batch_pressure_pair_two_lanes)
-        two_lanes = lanes % 2 == 0 and it["mean_arcs"] <= self.two_lane_max_arcs
-        pair_of_lanes = np.complex128 if f_s.dtype == np.float64 else np.complex64
+        # on graphs of short work items a pair step takes two adjacent lanes per thread, reading the
+        # terms as complex pairs of lanes, so that a warp holds two items
+        # (fit_cuda.batch_pressure_pair_two_lanes)
+        if lanes % 2 == 0 and it["mean_arcs"] <= self.two_lane_max_arcs:
+            pair_step, pair_blocks = KF.batch_pressure_pair_two_lanes, blocks(it["n_items"], tpb // (lanes // 2))
+            pair_read = np.complex128 if f_s.dtype == np.float64 else np.complex64
+        else:
+            pair_step, pair_blocks, pair_read = KF.batch_pressure_pair, item_grid[0], f_s.dtype
+        read_a, read_b = t_a.view(pair_read), t_b.view(pair_read)  # the term buffers as the pair step reads them
         # rows per score block as at L = WARP, so every candidate's sum has the same order
         score_tpb = (tpb // WARP) * lanes
         scored = 0
@@ -612,15 +617,9 @@ class CUDABackend:
             if t == steps:
                 break
             g0 = 0
-            if pairs and two_lanes:
-                KF.batch_pressure_pair_two_lanes[(blocks(it["n_items"], tpb // (lanes // 2)), pairs), tpb](
-                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a.view(pair_of_lanes),
-                    t_b, f_s, f_i, f_r, beta_gather, beta_r, c0, count, partial, check,
-                )
-                g0 = 2 * pairs
-            elif pairs:
-                KF.batch_pressure_pair[(item_grid[0], pairs), tpb](
-                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i,
+            if pairs:
+                pair_step[(pair_blocks, pairs), tpb](
+                    prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], read_a, t_b, f_s, f_i,
                     f_r, beta_gather, beta_r, c0, count, partial, check,
                 )
                 g0 = 2 * pairs
@@ -635,6 +634,7 @@ class CUDABackend:
                     beta_gather, beta_r, c0, count,
                 )
             t_a, t_b = t_b, t_a
+            read_a, read_b = read_b, read_a
 
     def _fit_state(self, prep: CUDAPrepared, groups: int, dtype, lanes: int = WARP) -> dict:
         n = prep.n
