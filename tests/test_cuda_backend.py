@@ -240,7 +240,7 @@ def test_folded_rescore_is_identical(graph, times):
     truth = simulate(graph, "sir", T, 3, 0.35, 0.25, seed=11)
     problem = Problem(graph, "sir", T, 3, observe(truth, np.asarray(times)), truth).validate()
     knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
-    folded, plain = CUDABackend(**knobs), CUDABackend(fold=False, **knobs)
+    folded, plain = CUDABackend(fold=True, **knobs), CUDABackend(fold=False, **knobs)
     assert fold_pieces(problem.observations.index(T), folded.narrow_lanes) == [(0, T // 2), (T // 2, T)]
     prep_f, prep_p = folded.prepare(problem), plain.prepare(problem)
     for count in range(1, folded.narrow_lanes + 1):
@@ -280,6 +280,46 @@ def test_absorbed_vertices_skip_their_gathers_with_identical_values(graph, model
             assert got.tobytes() == want.tobytes(), (mode, two_lane_max_arcs)
     settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1)
     assert fit_rates(skipping, prep_s, problem, settings) == fit_rates(full, prep_f, problem, settings)
+
+
+@pytest.mark.parametrize("model", ["si", "sir"])
+@pytest.mark.parametrize("schedule", ["half", "four", "all infected"])
+def test_compact_steps_leave_every_value_unchanged(graph, model, schedule):
+    """After a reset to a snapshot the steps launch only the work items of the vertices observed S
+    there, and advance the ones observed I with L = 0 (``compact_steps``): every candidate's value,
+    whole passes and pieces from a snapshot, and the fitted rates equal the steps over every vertex's
+    items bit for bit, with split items, both pair kernels, a lone group, several snapshots, and a
+    snapshot where nothing is left to gather."""
+    from battus.backends.cuda import CUDABackend
+    from battus.fit import fit_rates
+
+    truth = simulate(graph, model, T, 3, 0.35, 0.25, seed=11)
+    times = np.asarray([1, 2, 4, T] if schedule == "four" else [T // 2, T])
+    problem = Problem(graph, model, T, 3, observe(truth, times), truth)
+    if schedule == "all infected":  # every vertex I at T/2 (and I or R at T): compact steps gather nothing
+        problem.observations.states[0][:] = 1
+        problem.observations.states[1][:] = np.maximum(problem.observations.states[1], 1)
+    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    compact, full = CUDABackend(**knobs), CUDABackend(compact_steps=False, **knobs)
+    prep_c, prep_f = compact.prepare(problem), full.prepare(problem)
+    assert prep_f.items["n_split"] > 0  # split items run too
+    count = 2 * 8 + 3  # float32 passes: a group pair and a lone, part-filled group
+    beta_i = np.linspace(0.02, 0.6, count)
+    beta_r = np.linspace(0.4, 0.05, count) if model == "sir" else np.zeros(count)
+    pieces = [None, (int(times[0]), int(times[-1]))]  # a whole pass, and a piece that starts from a snapshot
+    for mode, frames in [("float32", f) for f in pieces] + [("float64", None)]:
+        want = full.evaluate(prep_f, problem.prior, beta_i, beta_r, mode, count, {}, frames)
+        assert np.all(np.isfinite(want))
+        for two_lane_max_arcs in (0.0, 32.0):  # group pairs with one lane per thread, then two
+            compact.two_lane_max_arcs = two_lane_max_arcs
+            got = compact.evaluate(prep_c, problem.prior, beta_i, beta_r, mode, count, {}, frames)
+            assert got.tobytes() == want.tobytes(), (mode, frames, two_lane_max_arcs)
+    assert not prep_f.compact and set(prep_c.compact) == set(range(len(times) - 1))
+    observed_s = int(np.count_nonzero(problem.observations.states[0] == 0))
+    assert prep_c.compact[0]["n_items"] < prep_c.items["n_items"]
+    assert (prep_c.compact[0]["n_items"] == 0) == (observed_s == 0)
+    settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1)
+    assert fit_rates(compact, prep_c, problem, settings) == fit_rates(full, prep_f, problem, settings)
 
 
 @pytest.mark.parametrize("model", ["si", "sir"])

@@ -15,7 +15,9 @@ fitting work items, ``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors,
 ``G * 32 * n * 20`` (float32 state and the two term buffers of G groups per
 pass, G = ceil(chunk / 32)) and ``8 * n * 40`` (the float64 re-score group of
 8 lanes; ``8 * n * 80`` when its pass is folded into 16 lanes,
-:func:`fold_pieces`), plus ``G * 32 * 8`` per split work item. Measured peaks
+:func:`fold_pieces`), plus ``G * 32 * 8`` per split work item, and for each snapshot a pass
+resets to, the compact steps' work items and mask (at most ``28 (n + m / item_arcs) + 13 n``,
+:meth:`CUDABackend._compact_layout`, each checked before it is uploaded). Measured peaks
 (H100, docs/benchmarks.md): 3.85 GiB for Battus-Z and 7.44 GiB for fitted
 Battus SIR on an Orkut-sized graph
 (n = 3.07 M, m = 234 M, T = 40). :meth:`CUDABackend.prepare` checks this
@@ -62,6 +64,12 @@ class CUDAPrepared(Prepared):
     # segment_pieces of the observed frames by number of parts, computed once per problem (the cut
     # is a small dynamic programme, 0.2 s on 1,000 observed frames, asked for by every round)
     pieces: dict = field(default_factory=dict)
+    # what a compact fitting step needs of the host side, and its layouts by snapshot, built when a
+    # pass first resets to that snapshot (CUDABackend._compact_layout)
+    host_indptr: Any = None
+    host_gather_id: Any = None
+    host_obs_states: Any = None
+    compact: dict = field(default_factory=dict)
 
 
 class DevicePressures:
@@ -89,9 +97,9 @@ class CUDABackend:
     def __init__(self, kernel: str = "binned", fit_precision: str = "mixed",
                  warp_min_degree: int = 32, hub_min_degree: int = 1024, hub_chunk: int = 2048,
                  item_arcs: int = 1024, threads: int | None = None, reorder: bool = True,
-                 narrow_lanes: int | None = None, fit_pairs: bool = True, fold: bool = True,
+                 narrow_lanes: int | None = None, fit_pairs: bool = True, fold: bool | None = None,
                  skip_absorbed: bool = True, prune: bool = True, two_lane_max_arcs: float = 32.0,
-                 devices: Sequence[int] | None = None) -> None:
+                 compact_steps: bool = True, devices: Sequence[int] | None = None) -> None:
         if kernel not in ("binned", "thread"):
             raise ValueError(f"kernel must be 'binned' or 'thread', got {kernel!r}")
         if fit_precision not in ("mixed", "float64"):
@@ -108,7 +116,6 @@ class CUDABackend:
         if self.narrow_lanes < 1 or WARP % self.narrow_lanes:
             raise ValueError(f"narrow_lanes must divide {WARP}")
         self.fit_pairs = bool(fit_pairs)
-        self.fold = bool(fold)  # float64 passes of <= narrow_lanes candidates folded (_evaluate_folded)
         # fitting passes skip the gathers of vertices without susceptible mass (fit_cuda._absorbed)
         self.skip_absorbed = bool(skip_absorbed)
         # float32 rounds of several passes: the second piece only for candidates that can still
@@ -117,6 +124,14 @@ class CUDABackend:
         # group-pair steps on graphs of at most this many arcs per work item, on average, take two
         # lanes per thread (fit_cuda.batch_pressure_pair_two_lanes); 0 never
         self.two_lane_max_arcs = float(two_lane_max_arcs)
+        # with skip_absorbed: after a pass resets to a snapshot, its steps launch work items only for
+        # the vertices observed S there (_compact_layout)
+        self.compact_steps = bool(compact_steps)
+        # float64 passes of <= narrow_lanes candidates folded (_evaluate_folded); by default only where
+        # the steps are not compact: a folded pass's lanes reset to different snapshots, so none of
+        # its steps is, and on one H200 (2026-11-28) the compact unfolded re-score made a
+        # LiveJournal-sized SIR fit 3.333 s against 3.406 s folded, Orkut-sized 4.675 against 4.804 s
+        self.fold = not (self.compact_steps and self.skip_absorbed) if fold is None else bool(fold)
         self.devices = tuple(int(d) for d in devices) if devices else ()
         if any(d < 0 for d in self.devices):
             raise ValueError(f"devices must be CUDA device ordinals >= 0, got {list(self.devices)}")
@@ -125,7 +140,7 @@ class CUDABackend:
                           "hub_min_degree": hub_min_degree, "hub_chunk": hub_chunk, "item_arcs": item_arcs,
                           "threads": threads, "reorder": reorder, "narrow_lanes": narrow_lanes,
                           "fit_pairs": fit_pairs, "fold": fold, "skip_absorbed": skip_absorbed,
-                          "prune": prune, "two_lane_max_arcs": two_lane_max_arcs}
+                          "prune": prune, "two_lane_max_arcs": two_lane_max_arcs, "compact_steps": compact_steps}
         self._workers: list = []  # one DeviceWorker per device after the first, started with the fit
         self._spread = False  # whether problems and fitting rounds go to the workers too
         self._problem_keys = itertools.count()
@@ -307,6 +322,7 @@ class CUDABackend:
         prep.gather_indices = self._upload(gather_id[indices])
         prep.bins = self._build_bins(indptr)
         prep.items = self._build_items(indptr, gather_id)
+        prep.host_indptr, prep.host_gather_id, prep.host_obs_states = indptr, gather_id, obs.states
         if self._spread:
             self._prepare_on_workers(prep, problem)
         return prep
@@ -405,23 +421,28 @@ class CUDABackend:
             "max_degree": int(deg.max()) if deg.size else 0,
         }
 
-    def _build_items(self, indptr: np.ndarray, gather_id: np.ndarray) -> dict:
-        n = indptr.shape[0] - 1
-        deg = np.diff(indptr)
+    def _build_items(self, indptr: np.ndarray, gather_id: np.ndarray, vertices: np.ndarray | None = None) -> dict:
+        """Fitting work items: each vertex's in-arcs in ranges of at most ``item_arcs``, a vertex of
+        several ranges (split) summed from its partials (:func:`battus.kernels.fit_cuda.batch_finish_split`).
+        Every vertex, or only ``vertices`` (ascending ids: a compact step's, :meth:`_compact_layout`)."""
+        if vertices is None:
+            vertices = np.arange(indptr.shape[0] - 1, dtype=np.int64)
+        deg = indptr[vertices + 1] - indptr[vertices]
         per_vertex = np.maximum(1, (deg + self.item_arcs - 1) // self.item_arcs)
-        ptr = np.zeros(n + 1, dtype=np.int64)
+        ptr = np.zeros(vertices.shape[0] + 1, dtype=np.int64)
         np.cumsum(per_vertex, out=ptr[1:])
         total = int(ptr[-1])
-        vertex = np.repeat(np.arange(n, dtype=np.int64), per_vertex)
-        offset = np.arange(total, dtype=np.int64) - ptr[vertex]
+        position = np.repeat(np.arange(vertices.shape[0], dtype=np.int64), per_vertex)
+        vertex = vertices[position]
+        offset = np.arange(total, dtype=np.int64) - ptr[position]
         start = indptr[vertex] + offset * self.item_arcs
         end = np.minimum(start + self.item_arcs, indptr[vertex + 1])
-        split = per_vertex[vertex] > 1
+        split = per_vertex[position] > 1
         slot = np.full(total, -1, dtype=np.int64)
         slot[split] = np.arange(int(split.sum()), dtype=np.int64)
-        split_vertex = np.nonzero(per_vertex > 1)[0]
+        split_vertex = vertices[per_vertex > 1]
         split_ptr = np.zeros(split_vertex.shape[0] + 1, dtype=np.int64)
-        np.cumsum(per_vertex[split_vertex], out=split_ptr[1:])
+        np.cumsum(per_vertex[per_vertex > 1], out=split_ptr[1:])
         # largest items first: blocks of similar work, short tail (slots stay with their items)
         order = np.argsort(-(end - start), kind="stable")
         vertex, start, end, slot = vertex[order], start[order], end[order], slot[order]
@@ -433,7 +454,7 @@ class CUDABackend:
             "split_vertex": self._upload(gather_id[split_vertex]),
             "split_ptr": self._upload(split_ptr),
             "n_items": total,
-            "mean_arcs": int(indptr[-1]) / total if total else 0.0,
+            "mean_arcs": int(deg.sum()) / total if total else 0.0,
             "n_split": int(split_vertex.shape[0]),
             "n_slots": int(split.sum()),
         }
@@ -548,12 +569,13 @@ class CUDABackend:
         (:func:`segment_pieces`): from the prior when ``start`` is 0, else from the
         observation at ``start`` (reset to it, not scored: the piece before scores it),
         to the observed frame ``stop``. ``events`` maps a frame (counted from ``start``)
-        to the snapshot every lane resets to there and whether it is scored.
+        to the snapshot every lane resets to there (its row of ``obs_rows`` and its index) and
+        whether it is scored.
         """
         obs_index = prep.host_obs_index
         observed = np.nonzero(obs_index >= 0)[0]
         start, stop = frames if frames is not None else (0, int(observed[-1]) if observed.size else -1)
-        events = {t - start: (prep.obs_rows[obs_index[t]], t > start or start == 0)
+        events = {t - start: (prep.obs_rows[obs_index[t]], t > start or start == 0, int(obs_index[t]))
                   for t in range(start, stop + 1) if obs_index[t] >= 0}
         return stop - start, events
 
@@ -576,27 +598,15 @@ class CUDABackend:
         # index them by group): a pass over fewer groups than the state holds then launches the
         # kernels compiled for a full one instead of compiling them again for strided arrays
         f_s, f_i, f_r, t_a, t_b = (state[k][:groups] for k in ("f_s", "f_i", "f_r", "t_a", "t_b"))
-        it = prep.items
         partial = state["partial"]
         tpb = self.threads
         fill_grid = (blocks(n * lanes, tpb), groups)
         KF.batch_fill[fill_grid, (tpb, 1)](prior_d, beta_gather, c0, count, f_s, f_i, f_r, t_a)
-        item_grid = (blocks(it["n_items"], tpb // lanes), groups)
-        split_grid = (blocks(it["n_split"] * lanes, tpb), groups)
         block_ll = state["block_ll"]
         # group pairs share their index reads (batch_pressure_pair); the last odd group runs alone
         # (batch_pressure: running it as a pair with itself made the Orkut-sized SI fit 3.85 s
         # instead of 2.39 s on an H100)
         pairs = groups // 2 if self.fit_pairs else 0
-        # on graphs of short work items a pair step takes two adjacent lanes per thread, reading the
-        # terms as complex pairs of lanes, so that a warp holds two items
-        # (fit_cuda.batch_pressure_pair_two_lanes)
-        if lanes % 2 == 0 and it["mean_arcs"] <= self.two_lane_max_arcs:
-            pair_step, pair_blocks = KF.batch_pressure_pair_two_lanes, blocks(it["n_items"], tpb // (lanes // 2))
-            pair_read = np.complex128 if f_s.dtype == np.float64 else np.complex64
-        else:
-            pair_step, pair_blocks, pair_read = KF.batch_pressure_pair, item_grid[0], f_s.dtype
-        read_a, read_b = t_a.view(pair_read), t_b.view(pair_read)  # the term buffers as the pair step reads them
         # rows per score block as at L = WARP, so every candidate's sum has the same order
         score_tpb = (tpb // WARP) * lanes
         scored = 0
@@ -604,37 +614,89 @@ class CUDABackend:
         # the first step on, not only after a reset, catches the candidates whose f_S underflows
         # (Orkut-sized SIR fit on an H100: 6.50 s against 7.86 s, LiveJournal-sized within 1%)
         check = int(self.skip_absorbed)
+        compact = self.compact_steps and check
+        it = prep.items  # every vertex's work items, until a reset lets the steps go compact
+        step = self._step_plan(it, lanes, f_s.dtype)
+        read_a, read_b = t_a.view(step["read"]), t_b.view(step["read"])  # the term buffers as the pair step reads them
         for t in range(steps + 1):
             if t in events:
-                rows, score = events[t]
+                rows, score, snapshot = events[t]
                 KF.batch_score_reset[(block_ll.shape[0], groups), score_tpb](
-                    prep.obs_states, rows, piece_lanes, prep.gather_id, f_s, f_i, f_r, t_a, beta_gather, c0,
+                    prep.obs_states, rows, piece_lanes, prep.gather_id, f_s, f_i, f_r, t_a, t_b, beta_gather, c0,
                     count, block_ll)
                 if score:
                     row = ll if ll.ndim == 1 else ll[scored]
                     KF.batch_accumulate[blocks(count, tpb), tpb](block_ll, row, c0, count)
                     scored += 1
+                if compact and snapshot is not None and t < steps:
+                    it = self._compact_layout(prep, snapshot)
+                    step = self._step_plan(it, lanes, f_s.dtype)
+                    read_a, read_b = t_a.view(step["read"]), t_b.view(step["read"])
             if t == steps:
                 break
             g0 = 0
-            if pairs:
-                pair_step[(pair_blocks, pairs), tpb](
+            if pairs and it["n_items"]:
+                step["pair"][(step["pair_blocks"], pairs), tpb](
                     prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], read_a, t_b, f_s, f_i,
                     f_r, beta_gather, beta_r, c0, count, partial, check,
                 )
                 g0 = 2 * pairs
-            if g0 < groups:
-                KF.batch_pressure[(item_grid[0], groups - g0), tpb](
+            if g0 < groups and it["n_items"]:
+                KF.batch_pressure[(step["item_blocks"], groups - g0), tpb](
                     prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i,
                     f_r, beta_gather, beta_r, c0, count, partial, g0, check,
                 )
             if it["n_split"]:
-                KF.batch_finish_split[split_grid, (tpb, 1)](
+                KF.batch_finish_split[(blocks(it["n_split"] * lanes, tpb), groups), (tpb, 1)](
                     it["split_vertex"], it["split_ptr"], partial, t_b, f_s, f_i, f_r,
                     beta_gather, beta_r, c0, count,
                 )
+            if "held" in it:
+                KF.batch_advance_held[fill_grid, (tpb, 1)](it["held"], f_s, f_i, f_r, t_b, beta_gather, beta_r, c0,
+                                                          count)
             t_a, t_b = t_b, t_a
             read_a, read_b = read_b, read_a
+
+    def _step_plan(self, items: dict, lanes: int, dtype) -> dict:
+        """How a fitting step launches over ``items``: its group-pair kernel, grid and term view.
+
+        On graphs of short work items a pair step takes two adjacent lanes per thread, reading the
+        terms as complex pairs of lanes, so that a warp holds two items
+        (fit_cuda.batch_pressure_pair_two_lanes)."""
+        tpb = self.threads
+        item_blocks = blocks(items["n_items"], tpb // lanes)
+        if lanes % 2 == 0 and items["mean_arcs"] <= self.two_lane_max_arcs:
+            return {"pair": KF.batch_pressure_pair_two_lanes, "item_blocks": item_blocks,
+                    "pair_blocks": blocks(items["n_items"], tpb // (lanes // 2)),
+                    "read": np.complex128 if dtype == np.float64 else np.complex64}
+        return {"pair": KF.batch_pressure_pair, "pair_blocks": item_blocks, "read": dtype, "item_blocks": item_blocks}
+
+    def _compact_layout(self, prep: CUDAPrepared, snapshot: int) -> dict:
+        """The work items of the vertices observed S at ``snapshot``, and ``held``: 1 in gather order
+        for those observed I (:func:`battus.kernels.fit_cuda.batch_advance_held`); built the first
+        time a pass resets every lane to that snapshot and kept with the problem.
+
+        After such a reset a vertex observed I or R has f_S = 0.0 in every lane until the next
+        reset, so it gathers nothing (:func:`battus.kernels.fit_cuda._absorbed`) and advances with
+        L = 0: one observed R keeps its marginals and its term (the reset wrote it into both term
+        buffers), one observed I advances in ``batch_advance_held``. The steps then launch work
+        items only for the vertices observed S: the same values bit for bit, without a warp on
+        each absorbed vertex's items (docs/benchmarks.md has the times).
+        """
+        layout = prep.compact.get(snapshot)
+        if layout is None:
+            states = np.asarray(prep.host_obs_states[snapshot])
+            susceptible = np.nonzero(states == 0)[0].astype(np.int64)
+            indptr = prep.host_indptr
+            arcs = int((indptr[susceptible + 1] - indptr[susceptible]).sum())
+            self.require_device(28 * (susceptible.shape[0] + arcs // self.item_arcs + 1) + 12 * susceptible.shape[0]
+                                + prep.n, f"the fitting steps after the snapshot {snapshot} of {prep.n:,} vertices")
+            layout = self._build_items(indptr, prep.host_gather_id, susceptible)
+            held = np.zeros(prep.n, dtype=np.uint8)
+            held[prep.host_gather_id] = states == 1
+            layout["held"] = self._upload(held)
+            prep.compact[snapshot] = layout
+        return layout
 
     def _fit_state(self, prep: CUDAPrepared, groups: int, dtype, lanes: int = WARP) -> dict:
         n = prep.n
@@ -762,7 +824,8 @@ class CUDABackend:
         rows = np.array([[-1] + [obs_index[start] for start in starts[1:]]]
                         + [[obs_index[start + t] for start in starts] for t in scored], dtype=np.int64)
         rows_d = cuda.to_device(rows)
-        events = {0: (rows_d[0], False)} | {t: (rows_d[k + 1], True) for k, t in enumerate(scored)}
+        # its lanes reset to different snapshots: no compact steps (snapshot None)
+        events = {0: (rows_d[0], False, None)} | {t: (rows_d[k + 1], True, None) for k, t in enumerate(scored)}
         ll = cuda.to_device(np.zeros((len(scored), width)))
         state = self._scratch_state(prep, scratch, 1, np.float64, width)
         prior_d = cuda.to_device(np.asarray(prior, dtype=np.float64))

@@ -430,10 +430,30 @@ def batch_finish_split(split_vertex, split_ptr, partial, terms_next, f_s, f_i, f
 
 
 @cuda.jit
-def batch_score_reset(obs_states, rows, piece_lanes, gather_id, f_s, f_i, f_r, terms, beta_gather, c0, n_cand,
-                      block_ll):
+def batch_advance_held(held, f_s, f_i, f_r, terms_next, beta_gather, beta_r, c0, n_cand):
+    """One step of the vertices a reset left infected (``held[u]`` = 1, state rows in gather order),
+    whose work items a compact step leaves out (:meth:`battus.backends.cuda.CUDABackend._compact_layout`).
+
+    Their f_S is the reset's 0.0 in every lane, so their gathers would be skipped
+    (:func:`_absorbed`) and they advance with L = 0, as here: f_S = 0.0 is passed, not read.
+    """
+    x, g = cuda.grid(2)
+    lanes = f_s.shape[2]
+    u = x // lanes
+    lane = x % lanes
+    c = g * lanes + lane
+    if u >= f_s.shape[1] or g >= f_s.shape[0] or c >= n_cand or held[u] != 1:
+        return
+    _advance_loaded(f_s.dtype.type(0.0), f_i[g, u, lane], f_r[g, u, lane], f_s, f_i, f_r, terms_next, beta_gather,
+                    g, u, lane, c0 + c, 0.0, beta_r[c0 + c])
+
+
+@cuda.jit
+def batch_score_reset(obs_states, rows, piece_lanes, gather_id, f_s, f_i, f_r, terms, terms_next, beta_gather, c0,
+                      n_cand, block_ll):
     """log f^{y}_u summed over vertices per candidate, then reset to the observation (and the
-    vertex's term to the reset marginal's).
+    vertex's term to the reset marginal's, in both term buffers: a vertex reset to R keeps it, and a
+    compact step, which leaves such vertices out, does not write it again).
 
     Lane ``lane`` scores against snapshot ``rows[lane // piece_lanes]`` of
     ``obs_states``: one row for every lane, or, in a folded pass (pieces of
@@ -470,7 +490,9 @@ def batch_score_reset(obs_states, rows, piece_lanes, gather_id, f_s, f_i, f_r, t
             f_s[g, w, lane] = 1.0 if s == 0 else 0.0
             f_i[g, w, lane] = 1.0 if s == 1 else 0.0
             f_r[g, w, lane] = 1.0 if s == 2 else 0.0
-            terms[g, w, lane] = _term(beta_gather[c0 + c], f_i[g, w, lane])
+            term = _term(beta_gather[c0 + c], f_i[g, w, lane])
+            terms[g, w, lane] = term
+            terms_next[g, w, lane] = term
             u += stride
     sm[tid] = acc
     cuda.syncthreads()
