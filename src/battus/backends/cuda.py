@@ -16,7 +16,7 @@ fitting work items, ``4 (T+1) n`` log-pressures, ``12 (T+1) n`` posteriors,
 pass, G = ceil(chunk / 32)) and ``8 * n * 40`` (the float64 re-score group of
 8 lanes; ``8 * n * 80`` when its pass is folded into 16 lanes,
 :func:`fold_pieces`), plus ``G * 32 * 8`` per split work item, and for each snapshot a pass
-resets to, the compact steps' work items and mask (at most ``28 (n + m / item_arcs) + 13 n``,
+resets to, the compact steps' work items and rows (at most ``28 (n + m / item_arcs) + 16 n``,
 :meth:`CUDABackend._compact_layout`, each checked before it is uploaded). Measured peaks
 (H100, docs/benchmarks.md): 3.85 GiB for Battus-Z and 7.44 GiB for fitted
 Battus SIR on an Orkut-sized graph
@@ -651,9 +651,9 @@ class CUDABackend:
                     it["split_vertex"], it["split_ptr"], partial, t_b, f_s, f_i, f_r,
                     beta_gather, beta_r, c0, count,
                 )
-            if "held" in it:
-                KF.batch_advance_held[fill_grid, (tpb, 1)](it["held"], f_s, f_i, f_r, t_b, beta_gather, beta_r, c0,
-                                                          count)
+            if it.get("n_held"):
+                KF.batch_advance_held[(blocks(it["n_held"] * lanes, tpb), groups), (tpb, 1)](
+                    it["held"], f_s, f_i, f_r, t_b, beta_gather, beta_r, c0, count)
             t_a, t_b = t_b, t_a
             read_a, read_b = read_b, read_a
 
@@ -672,8 +672,8 @@ class CUDABackend:
         return {"pair": KF.batch_pressure_pair, "pair_blocks": item_blocks, "read": dtype, "item_blocks": item_blocks}
 
     def _compact_layout(self, prep: CUDAPrepared, snapshot: int) -> dict:
-        """The work items of the vertices observed S at ``snapshot``, and ``held``: 1 in gather order
-        for those observed I (:func:`battus.kernels.fit_cuda.batch_advance_held`); built the first
+        """The work items of the vertices observed S at ``snapshot``, and ``held``: the state rows of
+        those observed I (:func:`battus.kernels.fit_cuda.batch_advance_held`); built the first
         time a pass resets every lane to that snapshot and kept with the problem.
 
         After such a reset a vertex observed I or R has f_S = 0.0 in every lane until the next
@@ -690,11 +690,11 @@ class CUDABackend:
             indptr = prep.host_indptr
             arcs = int((indptr[susceptible + 1] - indptr[susceptible]).sum())
             self.require_device(28 * (susceptible.shape[0] + arcs // self.item_arcs + 1) + 12 * susceptible.shape[0]
-                                + prep.n, f"the fitting steps after the snapshot {snapshot} of {prep.n:,} vertices")
+                                + 4 * prep.n, f"the fitting steps after the snapshot {snapshot} of {prep.n:,} vertices")
             layout = self._build_items(indptr, prep.host_gather_id, susceptible)
-            held = np.zeros(prep.n, dtype=np.uint8)
-            held[prep.host_gather_id] = states == 1
-            layout["held"] = self._upload(held)
+            # in row order, so that a warp's rows of the state lie in order
+            held = np.sort(prep.host_gather_id[states == 1]).astype(np.int32)
+            layout["held"], layout["n_held"] = self._upload(held), int(held.shape[0])
             prep.compact[snapshot] = layout
         return layout
 

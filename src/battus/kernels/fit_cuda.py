@@ -430,20 +430,22 @@ def batch_finish_split(split_vertex, split_ptr, partial, terms_next, f_s, f_i, f
 
 
 @cuda.jit
-def batch_advance_held(held, f_s, f_i, f_r, terms_next, beta_gather, beta_r, c0, n_cand):
-    """One step of the vertices a reset left infected (``held[u]`` = 1, state rows in gather order),
-    whose work items a compact step leaves out (:meth:`battus.backends.cuda.CUDABackend._compact_layout`).
+def batch_advance_held(held_rows, f_s, f_i, f_r, terms_next, beta_gather, beta_r, c0, n_cand):
+    """One step of the vertices a reset left infected (``held_rows``: their state rows, in gather
+    order), whose work items a compact step leaves out
+    (:meth:`battus.backends.cuda.CUDABackend._compact_layout`).
 
     Their f_S is the reset's 0.0 in every lane, so their gathers would be skipped
     (:func:`_absorbed`) and they advance with L = 0, as here: f_S = 0.0 is passed, not read.
     """
     x, g = cuda.grid(2)
     lanes = f_s.shape[2]
-    u = x // lanes
+    k = x // lanes
     lane = x % lanes
     c = g * lanes + lane
-    if u >= f_s.shape[1] or g >= f_s.shape[0] or c >= n_cand or held[u] != 1:
+    if k >= held_rows.shape[0] or g >= f_s.shape[0] or c >= n_cand:
         return
+    u = held_rows[k]
     _advance_loaded(f_s.dtype.type(0.0), f_i[g, u, lane], f_r[g, u, lane], f_s, f_i, f_r, terms_next, beta_gather,
                     g, u, lane, c0 + c, 0.0, beta_r[c0 + c])
 
