@@ -508,6 +508,25 @@ def test_device_memory_accounting(graph, backend):
     assert backend.peak_bytes >= 4 * m + 16 * (T + 1) * n
 
 
+@pytest.mark.parametrize("item_arcs", [1, 4, 64])
+def test_work_items_take_no_more_than_their_estimate(graph, item_arcs):
+    """The bytes _build_items uploads, for every vertex and for a compact step's vertices, stay
+    within work_items_bytes (the estimate prepare and _compact_layout check before uploading)."""
+    from battus.backends.cuda import CUDABackend
+
+    be = CUDABackend(item_arcs=item_arcs)
+    indptr = graph.indptr.astype(np.int64)
+    gather_id = np.random.default_rng(5).permutation(graph.n).astype(np.int32)
+    everyone = np.arange(graph.n, dtype=np.int64)
+    for vertices in (everyone, everyone[::3], everyone[graph.in_degree() > 5], everyone[:0]):
+        items = None  # the last case's arrays are released before this one is counted
+        before = be.live_bytes
+        items = be._build_items(indptr, gather_id, vertices)  # held, so its arrays stay counted
+        assert items["n_items"] >= vertices.shape[0]
+        arcs = int((indptr[vertices + 1] - indptr[vertices]).sum())
+        assert 0 < be.live_bytes - before <= be.work_items_bytes(vertices.shape[0], arcs)
+
+
 def test_graph_too_large_for_the_device_refused_up_front(graph, monkeypatch):
     """Device memory is checked before the upload: one line with the estimate, nothing allocated."""
     from battus.backends.cuda import CUDABackend

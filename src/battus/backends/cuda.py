@@ -259,14 +259,19 @@ class CUDABackend:
         (the module docstring's terms; fitting state is checked when a fit allocates it)."""
         n, m, frames = int(n), int(m), int(T) + 1
         hub_chunks = m // self.hub_chunk + 1
-        items = n + m // self.item_arcs + 1
         return (8 * (n + 1) + 4 * m            # CSR
                 + 4 * m + 4 * n                # the CSR in gather order, gather ids
                 + int(n_obs) * n + 24 * n_obs + 8 * frames
                 + 12 * n + 32 * hub_chunks     # degree bins, hub partials
-                + 28 * items + 16 * n          # fitting work items, split vertices
+                + self.work_items_bytes(n, m)  # fitting work items
                 + 4 * frames * n + 12 * frames * n  # log-pressures, posteriors
                 + 16 * n + 8 * n)              # hitting times, mean-field state
+
+    def work_items_bytes(self, vertices: int, arcs: int) -> int:
+        """Device bytes of :meth:`_build_items` over ``vertices`` holding ``arcs`` in-arcs, at most:
+        28 per work item (row, start, end, slot), 12 per vertex if every one were split."""
+        vertices, arcs = int(vertices), int(arcs)
+        return 28 * (vertices + arcs // self.item_arcs + 1) + 12 * vertices
 
     def fit_state_bytes(self, n: int, groups: int, dtype, lanes: int, n_slots: int) -> int:
         """Device bytes of :meth:`_fit_state`."""
@@ -689,8 +694,9 @@ class CUDABackend:
             susceptible = np.nonzero(states == 0)[0].astype(np.int64)
             indptr = prep.host_indptr
             arcs = int((indptr[susceptible + 1] - indptr[susceptible]).sum())
-            self.require_device(28 * (susceptible.shape[0] + arcs // self.item_arcs + 1) + 12 * susceptible.shape[0]
-                                + 4 * prep.n, f"the fitting steps after the snapshot {snapshot} of {prep.n:,} vertices")
+            held_bytes = 4 * prep.n  # at most every vertex is observed I
+            self.require_device(self.work_items_bytes(susceptible.shape[0], arcs) + held_bytes,
+                                f"the fitting steps after the snapshot {snapshot} of {prep.n:,} vertices")
             layout = self._build_items(indptr, prep.host_gather_id, susceptible)
             # in row order, so that a warp's rows of the state lie in order
             held = np.sort(prep.host_gather_id[states == 1]).astype(np.int32)
