@@ -30,7 +30,7 @@ import numba
 
 from battus.backends import CPUBackend
 from battus.decode import causal_decode
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.score import causal_violations, event_weighted, hermes_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -28,7 +28,7 @@ import numpy as np
 
 from battus.backends import CPUBackend
 from battus.graph import from_arcs
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.problem import Problem, observe, schedule_times
 from battus.simulate import simulate
 

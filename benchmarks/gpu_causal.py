@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_scale import make_graph  # noqa: E402
 
 from battus.backends import get_backend  # noqa: E402
-from battus.infer import method_options, reconstruct  # noqa: E402
+from battus.pipeline import method_options, reconstruct  # noqa: E402
 from battus.problem import Problem, observe, schedule_times  # noqa: E402
 from battus.score import causal_violations  # noqa: E402
 from battus.simulate import simulate  # noqa: E402

@@ -215,7 +215,7 @@ def digest_mode(args) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from conftest import CANONICAL_FILES, load_canonical
 
-    from battus.infer import method_options, reconstruct
+    from battus.pipeline import method_options, reconstruct
     from battus.problem import Problem, observe, schedule_times
 
     backend = _backend(json.loads(args.backend_kwargs))

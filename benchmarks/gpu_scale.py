@@ -6,7 +6,7 @@ with T=40, 100 initial infections and (beta_i, beta_r) = (.1, .1) on the GPU,
 observe the benchmark schedule {20, 40}, and time Battus-Z and Battus (fitted)
 on the CUDA backend: the algorithm interval (fit + pressures + forward-backward
 + decode, after the graph upload; the same sequence as
-:func:`battus.infer.reconstruct`) measured with CUDA events, median of
+:func:`battus.pipeline.reconstruct`) measured with CUDA events, median of
 ``--repeats`` runs after one warm-up run. Also reported: peak device memory of
 the algorithm's arrays (graph included), per-phase times, and the ratio of the
 median to a bytes-moved floor (bytes the kernels must stream / measured
@@ -99,7 +99,7 @@ def candidates_of(settings, sir: bool) -> int:
 
 
 def run_algorithm(backend, prep, problem, options):
-    """The algorithm interval of battus.infer.reconstruct, with an event per phase."""
+    """The algorithm interval of battus.pipeline.reconstruct, with an event per phase."""
     from numba import cuda
 
     from battus.fit import fit_rates
@@ -160,7 +160,7 @@ def pressure_step_times(graph, backend_cls, repeats: int = 20) -> dict:
 def sweep_bins(preset: str, seed: int, repeats: int, log) -> list:
     """Battus-Z SIR time for several degree-bin settings of the CUDA backend."""
     from battus.backends.cuda import CUDABackend
-    from battus.infer import method_options
+    from battus.pipeline import method_options
     from battus.problem import Problem, observe, schedule_times
     from battus.simulate import simulate
 
@@ -208,7 +208,7 @@ def make_graph(preset: str, seed: int):
 def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
                  models=("si", "sir"), methods=("battus-z", "battus"), device_sets=((),)) -> dict:
     from battus.backends.cuda import CUDABackend
-    from battus.infer import method_options
+    from battus.pipeline import method_options
     from battus.problem import Problem, observe, schedule_times
     from battus.simulate import simulate
 

@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     from gpu_scale import make_graph
 
     from battus.backends import get_backend
-    from battus.infer import method_options, reconstruct
+    from battus.pipeline import method_options, reconstruct
     from battus.problem import Problem, observe, schedule_times
     from battus.simulate import simulate
 

@@ -1,7 +1,7 @@
 """Validation, wildcard constraints, paths, input functions, params and resources.
 
-What to run comes from the package: battus.experiments.Plan expands the
-validated config into datasets, runs and their options; battus.report says
+What to run comes from the package: battus.suite.experiments.Plan expands the
+validated config into datasets, runs and their options; battus.suite.report says
 which tables and figures those runs make and what each one shows.
 """
 
@@ -12,8 +12,8 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 import battus.download
-from battus.experiments import Plan
-from battus.report import REPORT_ITEMS, report_made, report_runs, report_spec
+from battus.suite.experiments import Plan
+from battus.suite.report import REPORT_ITEMS, report_made, report_runs, report_spec
 
 validate(config, "../config/schemas/config.schema.yaml")
 # published rows live in the workflow, not in the run folder
@@ -112,7 +112,7 @@ def simulation_graph(wildcards):
 
 
 def report_inputs(name):
-    """The files one table or figure reads, by kind (battus.report.make)."""
+    """The files one table or figure reads, by kind (battus.suite.report.make)."""
     runs = report_runs(name, PLAN)
     if name == "datasets":
         return {
@@ -183,10 +183,10 @@ def reconstruct_options(wildcards):
 
 
 # ---------------------------------------------------------------------------
-# Resources (cluster jobs): sizes from the config, estimates from battus.experiments,
-# where they go from the config's `cluster` key (battus.cluster checks them against
+# Resources (cluster jobs): sizes from the config, estimates from battus.suite.experiments,
+# where they go from the config's `cluster` key (battus.suite.cluster checks them against
 # the SLURM site when the executor is slurm; locally none of this is looked at).
-from battus.cluster import SlurmSite  # noqa: E402
+from battus.suite.cluster import SlurmSite  # noqa: E402
 
 CLUSTER = SlurmSite(config["cluster"], workflow)
 
@@ -201,7 +201,7 @@ def simulate_gpus(wildcards):
 
 
 def job_threads(gpus):
-    """Threads from battus.experiments.Plan.threads (`large_threads` on `large` datasets, a
+    """Threads from battus.suite.experiments.Plan.threads (`large_threads` on `large` datasets, a
     plug-in's own, else 1): capped at --cores locally, on SLURM (--cpus-per-task) at
     the CPUs of the largest node of the job's partition.
     """

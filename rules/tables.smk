@@ -1,6 +1,6 @@
 """Stage 3: the paper's tables as CSV, Markdown and LaTeX (booktabs) under <results>/report/tables.
 
-One rule per table, all made by this loop: battus.report says what each table
+One rule per table, all made by this loop: battus.suite.report says what each table
 shows (its spec, a param: editing one experiment reruns only its tables) and
 which runs it reads.
 """

@@ -263,7 +263,7 @@ saved_out, saved_err = os.dup(1), os.dup(2)
 devnull = os.open(os.devnull, os.O_RDONLY)
 os.dup2(devnull, 0)
 from battus.cli import main
-import battus.infer, battus.io, battus.hermes, battus.simulate, battus.score  # noqa: F401 (warm imports)
+import battus.pipeline, battus.io, battus.hermes, battus.simulate, battus.score  # noqa: F401 (warm imports)
 proto_out.write("ready\n"); proto_out.flush()
 for line in proto_in:
     req = json.loads(line)

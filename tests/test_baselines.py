@@ -12,8 +12,8 @@ from battus.baselines import BASELINES, baseline, upstream_distance
 from battus.cli import main
 from battus.generators import generate
 from battus.graph import from_arcs
-from battus.infer import method_options, reconstruct
 from battus.io import read_prediction, write_history
+from battus.pipeline import method_options, reconstruct
 from battus.problem import Problem, observe, schedule_times
 from battus.score import score_all
 from battus.simulate import simulate

@@ -16,7 +16,7 @@ from battus.backends import CPUBackend
 from battus.causal import certify_violations
 from battus.decode import causal_decode, states_from_hitting_times
 from battus.graph import Graph, from_arcs
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.problem import Observations, Problem, observe, schedule_times
 from battus.score import causal_violations, event_weighted, hermes_score, score_all
 from battus.simulate import simulate
@@ -383,7 +383,7 @@ sys.path.insert(0, sys.argv[1])
 from numba.core.registry import CPUDispatcher
 from test_causal import random_problem
 from battus.backends import CPUBackend
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.kernels import causal_cpu, fit_cpu, infer_cpu
 
 def compiled():

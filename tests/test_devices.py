@@ -22,8 +22,8 @@ from battus.backends import CPUBackend, get_backend
 from battus.cli import build_parser, main
 from battus.errors import InputError
 from battus.graph import from_arcs
-from battus.infer import method_options, reconstruct
 from battus.io import write_history
+from battus.pipeline import method_options, reconstruct
 from battus.problem import Problem, observe
 from battus.simulate import simulate
 
@@ -94,7 +94,7 @@ def test_several_devices_on_the_cpu_are_refused(tmp_path, history, capsys):
 
 
 def test_the_cli_hands_devices_to_reconstruct(tmp_path, history, monkeypatch):
-    import battus.infer
+    import battus.pipeline
 
     seen = {}
 
@@ -102,7 +102,7 @@ def test_the_cli_hands_devices_to_reconstruct(tmp_path, history, monkeypatch):
         seen.update(kwargs)
         raise InputError("--devices", "devices", "stop here")
 
-    monkeypatch.setattr(battus.infer, "reconstruct", fake)
+    monkeypatch.setattr(battus.pipeline, "reconstruct", fake)
     argv = ["reconstruct", str(history), "--out", str(tmp_path / "p.h5"), "--method", "battus", "--quiet"]
     assert main([*argv, "--backend", "cuda", "--devices", "1,0"]) == 2
     assert seen["devices"] == [1, 0] and seen["backend"] == "cuda"
@@ -172,7 +172,7 @@ def test_reconstruct_refuses_several_devices_on_the_cpu(problem):
 
 
 def test_auto_falls_back_to_the_cpu_whatever_devices_asked(problem, monkeypatch):
-    import battus.infer
+    import battus.pipeline
 
     class TooSmallGPU(CPUBackend):
         name, device, closed = "cuda", "fake GPU", 0
@@ -189,7 +189,7 @@ def test_auto_falls_back_to_the_cpu_whatever_devices_asked(problem, monkeypatch)
         asked.append((name, devices))
         return TooSmallGPU() if name == "auto" else get_backend(name, devices)
 
-    monkeypatch.setattr(battus.infer, "get_backend", pick)
+    monkeypatch.setattr(battus.pipeline, "get_backend", pick)
     said = []
     recon = reconstruct(problem, method_options("battus-z"), backend="auto", devices=[0, 1], progress=said.append)
     assert asked == [("auto", [0, 1]), ("cpu", None)]
@@ -211,7 +211,7 @@ def validated(config: dict) -> dict:
 
 
 def plan(path: str | Path, **changes):
-    from battus.experiments import Plan
+    from battus.suite.experiments import Plan
 
     config = yaml.safe_load((ROOT / path).read_text())
     config.update(changes)
@@ -240,7 +240,7 @@ def test_schema_documents_devices_and_refuses_bad_lists():
 
 
 def test_plan_gives_devices_to_gpu_reconstructions_only():
-    from battus.experiments import Plan
+    from battus.suite.experiments import Plan
 
     p = Plan(validated(gpu_config(devices=[0, 1])))
     fitted = p.options("ba-sir", "battus", "default")
@@ -266,7 +266,7 @@ def test_empty_devices_leave_every_job_as_before(config, monkeypatch):
     monkeypatch.setenv("BATTUS_MIRROR", "")
     raw = yaml.safe_load((ROOT / config).read_text())
     raw.pop("devices", None)
-    from battus.experiments import Plan
+    from battus.suite.experiments import Plan
 
     without = Plan(validated(raw))
     empty = plan(config, devices=[])

@@ -27,7 +27,7 @@ CONFIGS = {"default": ROOT / "config/config.yaml", "ci": ROOT / "config/test/ci.
 def _plan(config: Path):
     from snakemake.utils import validate
 
-    from battus.experiments import Plan
+    from battus.suite.experiments import Plan
 
     cfg = yaml.safe_load(config.read_text())
     validate(cfg, str(ROOT / "config/schemas/config.schema.yaml"))  # fills in the defaults

@@ -12,7 +12,7 @@ import pytest
 
 from battus.fit import FitSettings
 from battus.graph import from_arcs
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.score import hermes_score
 from battus.simulate import simulate
 

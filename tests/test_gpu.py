@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from battus.backends import CPUBackend
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.problem import Problem, observe, schedule_times
 from battus.score import hermes_score
 from battus.simulate import simulate
@@ -278,7 +278,7 @@ _WARM_SCRIPT = r"""
 import json
 import numpy as np
 from battus.backends.cuda import CUDABackend
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.kernels import causal_cuda, infer_cuda
 from battus.problem import Problem, observe
 from battus.simulate import simulate
@@ -323,7 +323,7 @@ def test_warm_up_compiles_every_inference_kernel():
 _WARM_FIT_SCRIPT = r"""
 import json
 from battus.backends.cuda import CUDABackend
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.kernels import fit_cuda
 from battus.options import FitSettings
 from battus.problem import Problem, observe, schedule_times

@@ -7,7 +7,6 @@ import pytest
 
 from battus.errors import InputError
 from battus.graph import from_arcs
-from battus.infer import method_options, reconstruct
 from battus.io import (
     atomic_path,
     read_graph,
@@ -17,6 +16,7 @@ from battus.io import (
     write_history,
     write_prediction,
 )
+from battus.pipeline import method_options, reconstruct
 from battus.problem import Problem, observe
 from battus.simulate import simulate
 

@@ -12,7 +12,7 @@ from battus.options import FitSettings, method_options
 
 
 def test_options_and_experiment_plan_import_no_numba():
-    code = "import sys, battus.options, battus.experiments, battus.cli; print('numba' in sys.modules)"
+    code = "import sys, battus.options, battus.suite.experiments, battus.cli; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

@@ -10,7 +10,7 @@ import numpy as np
 import paper_tables as P
 import pytest
 
-from battus.infer import method_options, reconstruct
+from battus.pipeline import method_options, reconstruct
 from battus.score import causal_violations, event_weighted, hermes_score, unobserved_score
 
 FOUR_DECIMALS = 0.5e-4 + 1e-12

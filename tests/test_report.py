@@ -1,4 +1,4 @@
-"""Table assembly and figures of battus.report, on scores built from the paper's own numbers."""
+"""Table assembly and figures of battus.suite.report, on scores built from the paper's own numbers."""
 
 from __future__ import annotations
 

@@ -154,7 +154,7 @@ def test_scores_long_names_the_dataset_and_each_seed(tmp_path):
 def _plan(path: str, **experiments):
     from snakemake.utils import validate
 
-    from battus.experiments import Plan
+    from battus.suite.experiments import Plan
 
     cfg = yaml.safe_load((ROOT / path).read_text())
     for name, changes in experiments.items():

@@ -2,7 +2,7 @@
 
 Dry runs under the profile: the GPU partition and gpu=1 go to exactly the jobs
 that use a GPU, partitions and the account come from the config alone. Unit
-tests of battus.cluster.SlurmSite against a fake site: thread requests capped
+tests of battus.suite.cluster.SlurmSite against a fake site: thread requests capped
 at the partition's CPUs, a missing partition or a GPU partition without GPUs
 stopping the run with a message, job-status polling that cannot hang. The real
 cluster path (a one-node SLURM, the profile, a comparison with a local run) is
@@ -23,8 +23,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from battus import cluster as cluster_mod
-from battus.cluster import ClusterError, SlurmSite, min_job_age, read_partitions
+from battus.suite import cluster as cluster_mod
+from battus.suite.cluster import ClusterError, SlurmSite, min_job_age, read_partitions
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEFILE = ROOT / "Snakefile"
@@ -52,10 +52,10 @@ def dry_run_jobs(workdir: Path, configfile: Path, *args: str, env: dict | None =
 
 
 def plan_of(configfile: Path):
-    """battus.experiments.Plan of a config file, schema defaults filled in as the workflow does."""
+    """battus.suite.experiments.Plan of a config file, schema defaults filled in as the workflow does."""
     from snakemake.utils import validate
 
-    from battus.experiments import Plan
+    from battus.suite.experiments import Plan
 
     config = yaml.safe_load(configfile.read_text())
     validate(config, str(ROOT / "config/schemas/config.schema.yaml"))
@@ -121,7 +121,7 @@ def test_partitions_and_account_from_the_config(tmp_path):
     assert kinds == {True, False}
 
 
-# -- battus.cluster.SlurmSite against a fake site ---------------------------------------------------------
+# -- battus.suite.cluster.SlurmSite against a fake site ---------------------------------------------------------
 SINFO = "cpu*|2|23081|(null)\ncpu*|16|64000|(null)\ngpu|8|32000|gpu:1\nbig|64|512000|(null)\n"
 
 

@@ -372,7 +372,7 @@ def validated(config: dict) -> dict:
 
 
 def tiny_plan(**changes):
-    from battus.experiments import Plan
+    from battus.suite.experiments import Plan
 
     cfg = yaml.safe_load((ROOT / "config/test/tiny.yaml").read_text())
     for dotted, value in changes.items():
@@ -385,7 +385,7 @@ def tiny_plan(**changes):
 
 
 def test_plan_options_come_from_the_package_presets():
-    from battus.infer import method_options
+    from battus.pipeline import method_options
 
     plan = tiny_plan()
     for method in ("battus", "battus-z"):
@@ -407,7 +407,7 @@ def test_plan_options_come_from_the_package_presets():
 
 
 def test_plan_builds_sweep_variants_once_without_parsing_names():
-    from battus.experiments import ConfigError
+    from battus.suite.experiments import ConfigError
 
     plan = tiny_plan(**{"experiments.tau.method": "battus"})
     assert plan.overrides("battus", "tau-0.65") == {"decoder": "threshold", "tau": 0.65}
@@ -421,7 +421,7 @@ def test_plan_builds_sweep_variants_once_without_parsing_names():
 
 
 def test_report_items_show_only_their_own_experiments():
-    from battus.report import report_made, report_runs, report_spec
+    from battus.suite.report import report_made, report_runs, report_spec
 
     plan = tiny_plan()
     assert report_made(plan, "table") == ["datasets", "ablation", "canonical_quality", "unobserved_quality",
@@ -438,7 +438,7 @@ def test_report_items_show_only_their_own_experiments():
     assert report_spec("canonical_quality", plan)["controls"] == ["random/default", "truth/default"]
     no_tau = yaml.safe_load((ROOT / "config/test/tiny.yaml").read_text())
     del no_tau["experiments"]["tau"]
-    from battus.experiments import Plan
+    from battus.suite.experiments import Plan
 
     plan = Plan(validated(no_tau))
     assert "tau_sensitivity" not in report_made(plan, "table") and "tau_curves" not in report_made(plan, "figure")

@@ -96,7 +96,7 @@ inputs = [str(x) for x in sm.input]
 options = dict(sm.params.options)
 if sm.params.command == "run-method":
     # a plug-in's {threads} is the job's threads: the config's, capped at --cores locally and at
-    # the partition's CPUs per node on SLURM (battus.cluster), as Numba's are above
+    # the partition's CPUs per node on SLURM (battus.suite.cluster), as Numba's are above
     options["threads"] = sm.threads
 argv = [sm.params.command, *inputs, "--out", str(sm.output[0]), *cli_arguments(options)]
 crash = None

@@ -1,4 +1,4 @@
-"""Table and figure rules: score files (or histories) -> one table or figure via battus.report.make."""
+"""Table and figure rules: score files (or histories) -> one table or figure via battus.suite.report.make."""
 
 import os
 import sys

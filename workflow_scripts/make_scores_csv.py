@@ -1,4 +1,4 @@
-"""results/<config>/scores.csv: every number of every score file in one long table (battus.report.scores_long)."""
+"""results/<config>/scores.csv: every number of every score file in one long table (battus.suite.report.scores_long)."""
 
 import os
 import sys

@@ -203,9 +203,9 @@ def _observed(problem, args: argparse.Namespace):
 
 
 def cmd_reconstruct(args: argparse.Namespace) -> None:
-    from .infer import reconstruct
     from .io import read_history, write_prediction
     from .memory import reconstruct_bytes, require
+    from .pipeline import reconstruct
 
     problem = _observed(read_history(args.history), args)
     options = options_from_args(args)

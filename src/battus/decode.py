@@ -1,8 +1,8 @@
 """The decoding stage: posteriors -> hitting times (threshold or MAP, projection) -> causal repair.
 
-:func:`decode` is what :func:`battus.infer.reconstruct` calls after the
+:func:`decode` is what :func:`battus.pipeline.reconstruct` calls after the
 forward-backward pass. The per-vertex decoders are the plain rules of
-:mod:`battus.kernels.rules`, run by the backend (:meth:`Backend.hitting_times`);
+:mod:`battus.kernels.vertex_rules`, run by the backend (:meth:`Backend.hitting_times`);
 the graph-causal repair of Battus-C (:func:`causal_decode`, kernels in
 :mod:`battus.kernels.causal_cpu` and ``causal_cuda``) follows when asked.
 The two format conversions at the end turn hitting times into state

@@ -16,7 +16,7 @@ initial infections are drawn uniformly without replacement. Draws are
 counter-based (:mod:`battus.kernels.rng`): the arc draw of step t is keyed by
 the arc's CSR position, the recovery draw by the vertex, so the result is
 bit-identical for a seed on any thread count and on the GPU. The step is one
-rule (:func:`battus.kernels.rules.sir_step_rule`) that each backend compiles.
+rule (:func:`battus.kernels.vertex_rules.sir_step_rule`) that each backend compiles.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A backend receives the graph and observations once (:meth:`Backend.prepare`,
 the upload, outside the timed interval) and then offers the primitives the
 stage drivers chain: :mod:`battus.fit` asks for the best of a batch of rate
-candidates, :mod:`battus.infer` for mean-field pressures and forward-backward
+candidates, :mod:`battus.pipeline` for mean-field pressures and forward-backward
 posteriors, :mod:`battus.decode` for hitting times and the causal repair,
 :mod:`battus.simulate` for a simulated history. Intermediate arrays stay in
 the backend's own memory (device arrays on CUDA); only hitting times, and

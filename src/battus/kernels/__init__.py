@@ -4,7 +4,7 @@ Stages: ``infer`` (mean-field pressures, forward-backward, decoding and
 projection), ``fit`` (Eq. 4 for a batch of rate candidates), ``causal`` (the
 graph-causal repair of Battus-C), ``simulate`` (the SI/SIR step). Per-vertex
 rules both backends need are plain functions compiled by each:
-:mod:`~battus.kernels.rules` (forward-backward steps, threshold and MAP
+:mod:`~battus.kernels.vertex_rules` (forward-backward steps, threshold and MAP
 decoding, projection, the SIR step), :mod:`~battus.kernels.rng` (the
 counter-based draw) and the ``*_py`` rules of :mod:`~battus.kernels.causal_cpu`.
 The backends (:mod:`battus.backends`) launch them; the stage drivers never

@@ -3,7 +3,7 @@
 Every kernel is vertex-parallel inside a time step; time steps are
 sequential because frame t+1 depends on frame t. ``fastmath`` stays off: the
 likelihood and the threshold crossings must not depend on reassociation.
-The per-vertex arithmetic is the plain rules of :mod:`battus.kernels.rules`,
+The per-vertex arithmetic is the plain rules of :mod:`battus.kernels.vertex_rules`,
 compiled here and, for the GPU, in :mod:`battus.kernels.infer_cuda`.
 """
 
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from . import rules
+from . import vertex_rules
 
 
 def _inline(rule):
@@ -28,13 +28,13 @@ def _avoidance(rho, t, u):
     return q, 1.0 - q
 
 
-_one_hot = _inline(rules.one_hot_py)
-_forward_step = _inline(rules.forward_step_py)
-_backward_step = _inline(rules.backward_step_py)
-_posterior = _inline(rules.posterior_py)
-_threshold_vertex = _inline(rules.threshold_vertex_py)
-_map_vertex = _inline(rules.map_vertex_py)
-_project_vertex = _inline(rules.project_vertex_py)
+_one_hot = _inline(vertex_rules.one_hot_py)
+_forward_step = _inline(vertex_rules.forward_step_py)
+_backward_step = _inline(vertex_rules.backward_step_py)
+_posterior = _inline(vertex_rules.posterior_py)
+_threshold_vertex = _inline(vertex_rules.threshold_vertex_py)
+_map_vertex = _inline(vertex_rules.map_vertex_py)
+_project_vertex = _inline(vertex_rules.project_vertex_py)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -140,7 +140,7 @@ def _forward_backward_block(rho, beta_r, prior, seg_left, seg_right, obs_index, 
                             msg, gamma, c0):
     """Posteriors of the ``width`` vertices from ``u0`` into columns ``c0`` on of ``gamma``.
 
-    The steps of :func:`rules.forward_backward_rule` (the GPU's thread per
+    The steps of :func:`vertex_rules.forward_backward_rule` (the GPU's thread per
     vertex), in the same order for each vertex, with the loops turned: the
     block's vertices go through the frames together, so each frame's
     innermost loop runs over contiguous vertices (independent divisions in

@@ -19,7 +19,7 @@ order by :func:`finish_hubs`, so results are deterministic run to run.
 the binned one is tested against on a real GPU.
 
 Forward-backward, decoding and projection are the rules of
-:mod:`battus.kernels.rules` compiled as device functions, one thread per vertex.
+:mod:`battus.kernels.vertex_rules` compiled as device functions, one thread per vertex.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from . import rules
+from . import vertex_rules
 from .cuda_common import BLOCK, SHUFFLE, WARP, cuda, tree_sum, warp_sum
 
 
@@ -38,12 +38,12 @@ def _avoidance(log_rho, t, u):
     return math.exp(lg), -math.expm1(lg)
 
 
-_forward_backward_vertex = cuda.jit(device=True)(rules.forward_backward_rule(
-    _avoidance, cuda.jit(device=True)(rules.one_hot_py), cuda.jit(device=True)(rules.forward_step_py),
-    cuda.jit(device=True)(rules.backward_step_py), cuda.jit(device=True)(rules.posterior_py)))
-_threshold_vertex = cuda.jit(device=True)(rules.threshold_vertex_py)
-_map_vertex = cuda.jit(device=True)(rules.map_vertex_py)
-_project_vertex = cuda.jit(device=True)(rules.project_vertex_py)
+_forward_backward_vertex = cuda.jit(device=True)(vertex_rules.forward_backward_rule(
+    _avoidance, cuda.jit(device=True)(vertex_rules.one_hot_py), cuda.jit(device=True)(vertex_rules.forward_step_py),
+    cuda.jit(device=True)(vertex_rules.backward_step_py), cuda.jit(device=True)(vertex_rules.posterior_py)))
+_threshold_vertex = cuda.jit(device=True)(vertex_rules.threshold_vertex_py)
+_map_vertex = cuda.jit(device=True)(vertex_rules.map_vertex_py)
+_project_vertex = cuda.jit(device=True)(vertex_rules.project_vertex_py)
 
 # ----------------------------------------------------------------------------
 # single-rate mean-field pressures
@@ -227,7 +227,7 @@ def mean_field_update(log_rho, beta_r, f_s, f_i, gather_id, obs_row, reset):
 @cuda.jit
 def forward_backward(log_rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, gamma):
     """Posteriors (3, T+1, n) in float32 over the log-pressures, thread per vertex; the messages
-    are float64 registers (:func:`rules.forward_backward_rule`)."""
+    are float64 registers (:func:`vertex_rules.forward_backward_rule`)."""
     u = cuda.grid(1)
     if u < gamma.shape[2]:
         _forward_backward_vertex(log_rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward,

@@ -1,4 +1,4 @@
-"""Numba CPU kernel of the SI/SIR simulator: the step rule of :mod:`battus.kernels.rules` over ``prange``."""
+"""Numba CPU kernel of the SI/SIR simulator: the step rule of :mod:`battus.kernels.vertex_rules` over ``prange``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from numba import prange
 
 from .rng import uniform
-from .rules import sir_step_rule
+from .vertex_rules import sir_step_rule
 
 _sir_step_vertex = numba.njit(cache=True, inline="always")(sir_step_rule(uniform))
 

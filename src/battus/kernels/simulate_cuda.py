@@ -1,6 +1,6 @@
 """Numba-CUDA kernel of the SI/SIR simulator; the CPU twin is :mod:`battus.kernels.simulate_cpu`.
 
-The step rule (:mod:`battus.kernels.rules`) and the counter-based draw
+The step rule (:mod:`battus.kernels.vertex_rules`) and the counter-based draw
 (:mod:`battus.kernels.rng`) are the CPU's functions compiled as device
 functions, so histories are bit-identical to the CPU's for a seed.
 """

@@ -5,9 +5,9 @@ The Snakemake workflow (``rules/common.smk``) validates its config against
 one :class:`Plan` from it. The plan answers every question the rules ask:
 which (dataset, method, variant) runs each experiment needs, the complete
 options of one run, and how large its job is. Method presets come from
-:func:`battus.infer.method_options` and the sizes of the scale presets from
+:func:`battus.pipeline.method_options` and the sizes of the scale presets from
 :data:`battus.synth.SCALE_PRESETS`, so nothing here copies the package.
-:mod:`battus.report` says which tables and figures a plan makes.
+:mod:`battus.suite.report` says which tables and figures a plan makes.
 
 A variant is a named set of option overrides of a method preset:
 ``default`` (the preset itself), the ablations under ``variants:`` in the
@@ -23,11 +23,11 @@ import math
 import os
 import shlex
 
-from .baselines import BASELINE_LABELS, BASELINES, CONTROLS
-from .options import method_options
-from .synth import SCALE_PRESETS
+from ..baselines import BASELINE_LABELS, BASELINES, CONTROLS
+from ..options import method_options
+from ..synth import SCALE_PRESETS
 
-# the engine's own methods, presets of battus.infer.Options with named ablations (variants)
+# the engine's own methods, presets of battus.pipeline.Options with named ablations (variants)
 METHOD_LABELS = {"battus": "Battus", "battus-z": "Battus-Z"}
 METHODS = tuple(METHOD_LABELS)
 # every method a config may name without defining it: the engine's, the controls and the baselines
@@ -44,7 +44,7 @@ IMPORTED_SIZE = (20_000, 100_000)  # (n, arcs) assumed for an imported history b
 
 
 def preset(method: str) -> dict:
-    """The method's preset options (battus.infer.method_options) as a plain dict."""
+    """The method's preset options (battus.pipeline.method_options) as a plain dict."""
     options = method_options(method)
     return {key: getattr(options, key) for key in PRESET_KEYS}
 
