@@ -50,9 +50,10 @@ def _hash(*arrays) -> str:
 
 def _backend(kwargs: dict):
     from battus.backends.cuda import CUDABackend
+    from battus.warmup import warm_up
 
     backend = CUDABackend(**kwargs)
-    backend.warm_up()
+    warm_up(backend)
     return backend
 
 

@@ -163,6 +163,7 @@ def sweep_bins(preset: str, seed: int, repeats: int, log) -> list:
     from battus.pipeline import method_options
     from battus.problem import Problem, observe, schedule_times
     from battus.simulate import simulate
+    from battus.warmup import warm_up
 
     graph, _, _ = make_graph(preset, seed)
     T = 40
@@ -175,7 +176,7 @@ def sweep_bins(preset: str, seed: int, repeats: int, log) -> list:
             for hub_chunk in (2048, 8192):
                 backend = CUDABackend(warp_min_degree=warp_min, hub_min_degree=hub_min,
                                       hub_chunk=hub_chunk)
-                backend.warm_up()
+                warm_up(backend)
                 prep = backend.prepare(problem)
                 run_algorithm(backend, prep, problem, options)
                 samples = [run_algorithm(backend, prep, problem, options)[0] for _ in range(repeats)]
@@ -211,6 +212,7 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
     from battus.pipeline import method_options
     from battus.problem import Problem, observe, schedule_times
     from battus.simulate import simulate
+    from battus.warmup import warm_up
 
     T, n0, rate = 40, 100, 0.1
     graph, gen_seconds, gen_with = make_graph(preset, seed)
@@ -231,7 +233,7 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
         for method, devices in ((m, d) for m in methods for d in device_sets):
             options = method_options(method)
             backend = CUDABackend(devices=devices or None)
-            backend.warm_up()
+            warm_up(backend)
             prep = backend.prepare(problem)
             backend.synchronize()
             run_algorithm(backend, prep, problem, options)  # warm-up run

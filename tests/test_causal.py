@@ -384,6 +384,7 @@ from numba.core.registry import CPUDispatcher
 from test_causal import random_problem
 from battus.backends import CPUBackend
 from battus.pipeline import method_options, reconstruct
+from battus.warmup import warm_up
 from battus.kernels import causal_cpu, fit_cpu, infer_cpu
 
 def compiled():
@@ -398,7 +399,7 @@ def compiled():
     return out
 
 backend = CPUBackend()
-backend.warm_up(causal=True)
+warm_up(backend, causal=True)
 warm = compiled()
 r = reconstruct(random_problem(0, "sir", False), method_options(sys.argv[2], causal=True), backend=backend)
 print(json.dumps([warm, compiled(), r.algorithm_seconds, r.extras["warmup_seconds"]]))

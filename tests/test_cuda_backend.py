@@ -22,6 +22,7 @@ from battus.pipeline import method_options, reconstruct
 from battus.problem import Problem, observe
 from battus.simulate import simulate
 from battus.synth import chung_lu
+from battus.warmup import warm_up
 
 pytestmark = [
     pytest.mark.skipif(not cuda_available(), reason="needs NUMBA_ENABLE_CUDASIM=1 or a CUDA device"),
@@ -196,7 +197,7 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
     one = CUDABackend(**knobs)
     two = CUDABackend(devices=(0, 0), **knobs)
     try:
-        two.warm_up(fit=True)
+        warm_up(two, fit=True)
         assert len(two._workers) == 1 and "fit over CUDA devices 0, 0" in two.device
         prep_one, prep_two = one.prepare(problem), two.prepare(problem)
         assert prep_two.worker_key is not None
@@ -403,7 +404,7 @@ def test_fit_worker_errors_are_one_line(graph, monkeypatch):
 
     two = CUDABackend(devices=(0, 0), item_arcs=4)
     try:
-        two.warm_up(fit=True)
+        warm_up(two, fit=True)
         prep = two.prepare(_problem(graph, "sir", 2))
         prep.worker_key = 12345  # a problem the worker never prepared
         many = np.full(4 * WARP + 1, 0.1)  # more than one group: the round is spread
@@ -432,7 +433,7 @@ def test_every_worker_prepares_at_once(graph):
     one = CUDABackend(**knobs)
     three = CUDABackend(devices=(0, 0, 0), **knobs)
     try:
-        three.warm_up(fit=True)
+        warm_up(three, fit=True)
         assert len(three._workers) == 2
         prep = three.prepare(problem)
         assert prep.worker_key == 0

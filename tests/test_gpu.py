@@ -25,6 +25,7 @@ from battus.problem import Problem, observe, schedule_times
 from battus.score import hermes_score
 from battus.simulate import simulate
 from battus.synth import chung_lu
+from battus.warmup import warm_up
 
 pytestmark = pytest.mark.gpu
 
@@ -52,7 +53,7 @@ def gpu():
     from battus.backends.cuda import CUDABackend
 
     backend = CUDABackend()
-    backend.warm_up()
+    warm_up(backend)
     return backend
 
 
@@ -258,7 +259,7 @@ def test_fit_over_two_gpus_is_identical(canonical, heavy_graph, gpu):
 
     two = CUDABackend(devices=(0, 1))
     try:
-        two.warm_up(fit=True)
+        warm_up(two, fit=True)
         assert len(two._workers) == 1
         problems = [Problem(c.graph, c.model, c.T, c.n0, observe(c.truth, schedule_times(c.T)), c.truth, name)
                     for name, c in canonical.items()]
@@ -282,6 +283,7 @@ from battus.pipeline import method_options, reconstruct
 from battus.kernels import causal_cuda, infer_cuda
 from battus.problem import Problem, observe
 from battus.simulate import simulate
+from battus.warmup import warm_up
 from battus.synth import chung_lu
 
 def compiled():
@@ -291,7 +293,7 @@ def compiled():
     return kernels
 
 backend = CUDABackend()
-backend.warm_up(causal=True, fit=False)
+warm_up(backend, causal=True, fit=False)
 warm = compiled()
 graph = chung_lu(2_000, 40_000, seed=1)
 truth = simulate(graph, "sir", 12, 200, 0.9, 0.05, seed=1)
@@ -328,11 +330,12 @@ from battus.kernels import fit_cuda
 from battus.options import FitSettings
 from battus.problem import Problem, observe, schedule_times
 from battus.simulate import simulate
+from battus.warmup import warm_up
 from battus.synth import chung_lu
 
 PAIRS = ("batch_pressure_pair", "batch_pressure_pair_two_lanes")
 backend = CUDABackend()
-backend.warm_up(fit=True)
+warm_up(backend, fit=True)
 warm = {name: len(getattr(fit_cuda, name).overloads) for name in PAIRS}
 means = []
 for n, m in ((400, 2_000), (2_000, 100_000)):  # 5 and about 50 arcs per work item: each pair step's kernel

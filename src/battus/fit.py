@@ -18,7 +18,7 @@ from .options import DEFAULT_FIT, FitSettings
 from .problem import Problem
 
 if TYPE_CHECKING:
-    from .backends import Backend
+    from .backends.base import Backend
 
 
 def _axis(lo: float, hi: float, points: int) -> np.ndarray:

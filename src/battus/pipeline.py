@@ -23,6 +23,7 @@ from .errors import InputError
 from .fit import fit_rates
 from .options import DECODERS, DEFAULT_RATES, METHODS, FitSettings, Options, method_options
 from .problem import Problem, Reconstruction
+from .warmup import warm_up
 
 # the presets and options live in the numba-free battus.options; re-exported for library users
 __all__ = ["DECODERS", "DEFAULT_RATES", "METHODS", "FitSettings", "Options", "method_options", "reconstruct"]
@@ -71,7 +72,7 @@ def _reconstruct(problem: Problem, options: Options, backend: Backend, keep_post
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
     try:
-        backend.warm_up(causal=options.causal, fit=options.fit)
+        warm_up(backend, causal=options.causal, fit=options.fit)
         prep = backend.prepare(problem)
     except InputError as exc:
         if not (auto and exc.field == "device memory"):
@@ -82,7 +83,7 @@ def _reconstruct(problem: Problem, options: Options, backend: Backend, keep_post
         say(f"{exc.message}; reconstructing on the CPU instead (--backend auto{unused})")
         backend.close()
         backend = get_backend("cpu")
-        backend.warm_up(causal=options.causal, fit=options.fit)
+        warm_up(backend, causal=options.causal, fit=options.fit)
         prep = backend.prepare(problem)
     warmup_seconds = time.perf_counter() - warm_started
     backend.synchronize()

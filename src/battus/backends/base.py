@@ -13,6 +13,7 @@ The drivers never ask which backend they hold.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,10 +50,13 @@ class Backend(Protocol):
     # causal repair packs hitting times into narrow fields: the most frames it supports
     max_causal_frames: int
 
-    def warm_up(self, causal: bool = False, fit: bool = True) -> None:
+    def warm_up(self, exercise: Callable[[Backend, bool, bool], None], causal: bool = False,
+                fit: bool = True) -> None:
         """Compile (or load from Numba's cache) every kernel a reconstruction will use, the causal
         repair's too when ``causal`` and the fit's when ``fit``, so that the timed interval holds no
-        compilation (and a run that does not fit does not pay for loading the fit's kernels)."""
+        compilation (and a run that does not fit does not pay for loading the fit's kernels).
+        ``exercise(backend, causal, fit)`` runs those kernels on a tiny problem
+        (:func:`battus.warmup.run_every_kernel`, which the caller hands in)."""
 
     def prepare(self, problem: Problem) -> Prepared:
         """Hold graph and observations in the backend's memory."""
@@ -106,40 +110,6 @@ class Backend(Protocol):
         """Stop whatever the backend runs beside this process (the CUDA backend's fitting workers)."""
 
 
-def tiny_problem() -> Problem:
-    """A 3-vertex SIR problem on a directed cycle, for warm-up. It settles at frame 2 of 3
-    (:func:`battus.problem.settled_frame`), so the pressures' neutral tail is reached too."""
-    from ..graph import from_arcs
-    from ..problem import Observations
-
-    graph = from_arcs(np.array([0, 1, 2]), np.array([1, 2, 0]), directed=True, n=3)
-    obs = Observations(times=np.array([1, 2]), states=np.array([[1, 1, 0], [2, 1, 1]], dtype=np.uint8))
-    return Problem(graph=graph, model="sir", T=3, n0=1, observations=obs)
-
-
 def needs_warm_up(warmed: set[tuple[bool, bool]], causal: bool, fit: bool) -> bool:
     """Whether no earlier warm-up (a set of its ``(causal, fit)``) covered these kernels."""
     return not any((c or not causal) and (f or not fit) for c, f in warmed)
-
-
-def run_every_kernel(backend: Backend, causal: bool, fit: bool = True) -> None:
-    """Take ``backend`` through every stage on :func:`tiny_problem`: each kernel compiles (or loads
-    from Numba's cache) for the array types of a real run. Numba compiles a kernel whole, so one
-    pass reaches every branch; the fit has more candidates than the CUDA backend re-scores in
-    float64, so both of its precisions compile, and 81 of them, so that its float32 passes run
-    whole group pairs and a lone group (a pass of 64 candidates, then one of 17)."""
-    from ..fit import FitSettings, fit_rates
-
-    tiny = tiny_problem()
-    prep = backend.prepare(tiny)
-    if fit:
-        fit_rates(backend, prep, tiny, FitSettings(grid_points=9, refine_points=2, refine_rounds=1))
-    for reset in (False, True):
-        rho = backend.pressures(prep, tiny.prior, 0.1, 0.1, reset)
-    gamma = backend.posteriors(prep, rho, tiny.prior, 0.1, True)
-    for decoder in ("threshold", "map"):
-        t_inf, t_rec = backend.hitting_times(prep, gamma, decoder, 0.65, True, True)
-    backend.posterior_hitting_times(prep, rho, tiny.prior, 0.1, True, "map", 0.65, True, True)
-    if causal:
-        backend.causal_repair(prep, gamma, t_inf, t_rec, tiny.T)
-    backend.synchronize()

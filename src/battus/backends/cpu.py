@@ -10,7 +10,7 @@ import numpy as np
 from ..graph import Graph
 from ..kernels import causal_cpu, fit_cpu, infer_cpu, simulate_cpu
 from ..problem import Problem, segments, settled_frame
-from .base import Prepared, needs_warm_up, run_every_kernel
+from .base import Prepared, needs_warm_up
 
 
 class CPUBackend:
@@ -56,10 +56,10 @@ class CPUBackend:
     def stop_interval(self, start: float) -> float:
         return time.perf_counter() - start
 
-    def warm_up(self, causal: bool = False, fit: bool = True) -> None:
+    def warm_up(self, exercise, causal: bool = False, fit: bool = True) -> None:
         """Load every kernel (compiled or from Numba's cache) outside the timed interval."""
         if needs_warm_up(self._warmed, causal, fit):
-            run_every_kernel(self, causal, fit)
+            exercise(self, causal, fit)
             self._warmed.add((causal, fit))
 
     def loglik_batch(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray) -> np.ndarray:

@@ -46,7 +46,7 @@ from ..kernels import infer_cuda as K
 from ..kernels.cuda_common import BLOCK, WARP, blocks, cuda, simulated
 from ..memory import format_bytes
 from ..problem import Problem, segments, settled_frame
-from .base import Prepared, needs_warm_up, run_every_kernel
+from .base import Prepared, needs_warm_up
 
 
 @dataclass
@@ -210,7 +210,7 @@ class CUDABackend:
         stop.synchronize()
         return cuda.event_elapsed_time(start, stop) / 1e3
 
-    def warm_up(self, causal: bool = False, fit: bool = True) -> None:
+    def warm_up(self, exercise, causal: bool = False, fit: bool = True) -> None:
         """Compile every kernel on a tiny problem, outside the timed interval.
 
         With several ``devices`` a warm-up for a fit also starts one worker
@@ -234,7 +234,7 @@ class CUDABackend:
                     # (two_lane_max_arcs): the tiny problem takes each in turn
                     for forced in ((0.0, math.inf) if fit else (limit,)):
                         self.two_lane_max_arcs = forced
-                        run_every_kernel(self, causal, fit)
+                        exercise(self, causal, fit)
                 finally:
                     self._spread = spread
                     self.two_lane_max_arcs = limit

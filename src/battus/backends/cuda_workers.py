@@ -181,6 +181,7 @@ def serve(device: int, inbox: BinaryIO, outbox: BinaryIO) -> None:
     """Answer requests until the pipe closes: start, warm_up, prepare, evaluate; and free (no answer)."""
     from numba import cuda
 
+    from ..warmup import warm_up
     from .cuda import CUDABackend
 
     backend = None
@@ -198,7 +199,7 @@ def serve(device: int, inbox: BinaryIO, outbox: BinaryIO) -> None:
                 current = -1 if backend.simulated else int(cuda.get_current_device().id)
                 send(outbox, {"device": backend.device, "ordinal": current})
             elif op == "warm_up":
-                backend.warm_up(causal=False, fit=True)
+                warm_up(backend, causal=False, fit=True)
                 send(outbox, {})
             elif op == "prepare":
                 problems[header["key"]] = (backend.prepare(_problem(header, arrays)), {})
