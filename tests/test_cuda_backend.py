@@ -552,7 +552,7 @@ def test_graph_too_large_for_the_device_refused_up_front(graph, monkeypatch):
 def test_auto_backend_falls_back_to_the_cpu_when_the_gpu_is_too_small(graph, monkeypatch):
     """--backend auto means the GPU when it can: a graph over its free memory runs on the CPU, same history;
     an explicit --backend cuda still refuses it."""
-    import battus.pipeline
+    import battus.backends
     from battus.backends.cuda import CUDABackend
     from battus.errors import InputError
 
@@ -565,7 +565,7 @@ def test_auto_backend_falls_back_to_the_cpu_when_the_gpu_is_too_small(graph, mon
         be.free_device_bytes = lambda: 1024
         return be
 
-    monkeypatch.setattr(battus.pipeline, "get_backend", tiny_gpu)
+    monkeypatch.setattr(battus.backends, "get_backend", tiny_gpu)
     said = []
     recon = reconstruct(problem, method_options("battus-z"), backend="auto", progress=said.append)
     assert recon.backend == "cpu" and any("on the CPU instead" in m for m in said)

@@ -172,7 +172,7 @@ def test_reconstruct_refuses_several_devices_on_the_cpu(problem):
 
 
 def test_auto_falls_back_to_the_cpu_whatever_devices_asked(problem, monkeypatch):
-    import battus.pipeline
+    import battus.backends
 
     class TooSmallGPU(CPUBackend):
         name, device, closed = "cuda", "fake GPU", 0
@@ -189,7 +189,7 @@ def test_auto_falls_back_to_the_cpu_whatever_devices_asked(problem, monkeypatch)
         asked.append((name, devices))
         return TooSmallGPU() if name == "auto" else get_backend(name, devices)
 
-    monkeypatch.setattr(battus.pipeline, "get_backend", pick)
+    monkeypatch.setattr(battus.backends, "get_backend", pick)
     said = []
     recon = reconstruct(problem, method_options("battus-z"), backend="auto", devices=[0, 1], progress=said.append)
     assert asked == [("auto", [0, 1]), ("cpu", None)]

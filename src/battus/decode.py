@@ -1,28 +1,48 @@
-"""The decoding stage: posteriors -> hitting times (threshold or MAP, projection) -> causal repair.
+"""The decoding stage: pressures -> posteriors -> hitting times (threshold or MAP, projection) ->
+causal repair.
 
-:func:`decode` is what :func:`battus.pipeline.reconstruct` calls after the
-forward-backward pass. The per-vertex decoders are the plain rules of
-:mod:`battus.kernels.vertex_rules`, run by the backend (:meth:`Backend.hitting_times`);
-the graph-causal repair of Battus-C (:func:`causal_decode`, kernels in
-:mod:`battus.kernels.causal_cpu` and ``causal_cuda``) follows when asked.
-The two format conversions at the end turn hitting times into state
-histories and back.
+:func:`decode` is what :func:`battus.pipeline.reconstruct` calls once the
+mean-field pressures are frozen. The per-vertex decoders are the plain rules of
+:mod:`battus.kernels.vertex_rules`, run by the backend. When nothing else reads
+the posteriors (they are not kept and there is no causal repair), the backend
+decodes each vertex as its posteriors are formed
+(:meth:`Backend.posterior_hitting_times`: the same values, without holding all
+(3, T+1, n) of them); otherwise it forms them (:meth:`Backend.posteriors`) and
+decodes them (:meth:`Backend.hitting_times`), and the graph-causal repair of
+Battus-C (:func:`causal_decode`, kernels in :mod:`battus.kernels.causal_cpu`
+and ``causal_cuda``) follows when asked. The two format conversions at the end
+turn hitting times into state histories and back.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import InputError
 
+if TYPE_CHECKING:
+    from .backends.base import Backend, Prepared
+    from .options import Options
+    from .problem import Problem
 
-def decode(backend, prep, problem, gamma, decoder: str, tau: float, projection: bool, causal: bool
-           ) -> tuple:
-    """(t_inf, t_rec, extras) in the backend's memory; ``extras`` holds the causal counts when ``causal``."""
-    t_inf, t_rec = backend.hitting_times(prep, gamma, decoder, tau, problem.model == "sir", projection)
-    if not causal:
-        return t_inf, t_rec, {}
-    return causal_decode(backend, prep, problem, gamma, t_inf, t_rec)
+
+def decode(backend: Backend, prep: Prepared, problem: Problem, rho, beta_r: float, options: Options,
+           keep_posteriors: bool) -> tuple:
+    """(posteriors or None, t_inf, t_rec, extras), in the backend's memory, from the frozen pressures
+    ``rho``; the posteriors come back when kept (``keep_posteriors``) and ``extras`` holds the causal
+    counts when ``options.causal``."""
+    sir = problem.model == "sir"
+    if not (keep_posteriors or options.causal):
+        t_inf, t_rec = backend.posterior_hitting_times(prep, rho, problem.prior, beta_r, options.backward,
+                                                       options.decoder, options.tau, sir, options.projection)
+        return None, t_inf, t_rec, {}
+    gamma = backend.posteriors(prep, rho, problem.prior, beta_r, options.backward)
+    t_inf, t_rec = backend.hitting_times(prep, gamma, options.decoder, options.tau, sir, options.projection)
+    if not options.causal:
+        return gamma, t_inf, t_rec, {}
+    return (gamma, *causal_decode(backend, prep, problem, gamma, t_inf, t_rec))
 
 
 def causal_decode(backend, prep, problem, gamma, t_inf, t_rec) -> tuple:

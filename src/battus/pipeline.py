@@ -10,6 +10,7 @@ the paper is a field, not a copy of the pipeline.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import time
@@ -17,9 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .backends import Backend, get_backend
+from .backends import Backend, Prepared, open_backend
 from .decode import decode, states_from_hitting_times
-from .errors import InputError
 from .fit import fit_rates
 from .options import DECODERS, DEFAULT_RATES, METHODS, FitSettings, Options, method_options
 from .problem import Problem, Reconstruction
@@ -43,49 +43,37 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     The reconstruction is deterministic, so every run gives the same history.
 
     ``devices`` (with ``backend`` given by name): the CUDA devices of the CUDA
-    backend (:func:`battus.backends.get_backend`); several spread the rate fit
-    over those GPUs, with the same result as one. With ``auto``, a graph too
-    large for the GPU falls back to the CPU whatever ``devices`` asked for.
-    A backend given by name is made here and closed (its fitting workers
+    backend; several spread the rate fit over those GPUs, with the same result
+    as one. A backend given by name is chosen, warmed up and given the problem
+    by :func:`battus.backends.open_backend` (with ``auto``, a graph too large
+    for the GPU falls back to the CPU there) and closed (its fitting workers
     stopped) before returning.
     """
     options.validate()
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
-    auto = backend == "auto"
-    if not isinstance(backend, str):
-        if devices is not None:
-            raise ValueError("devices go with a backend given by name; a Backend object has its own")
-        return _reconstruct(problem, options, backend, keep_posteriors, progress, repeats, repeat_seconds)
-    backend = get_backend(backend, devices=devices)
-    try:
-        return _reconstruct(problem, options, backend, keep_posteriors, progress, repeats, repeat_seconds,
-                            auto=auto, devices=devices)
-    finally:
-        backend.close()
-
-
-def _reconstruct(problem: Problem, options: Options, backend: Backend, keep_posteriors: bool, progress,
-                 repeats: int, repeat_seconds: float, auto: bool = False,
-                 devices: Sequence[int] | None = None) -> Reconstruction:
     say = progress or (lambda msg: None)
+    warm = functools.partial(warm_up, causal=options.causal, fit=options.fit)
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
+    if isinstance(backend, str):
+        backend, prep = open_backend(backend, devices, problem, warm, say)
+        owned = True
+    else:
+        if devices is not None:
+            raise ValueError("devices go with a backend given by name; a Backend object has its own")
+        warm(backend)
+        prep, owned = backend.prepare(problem), False
     try:
-        warm_up(backend, causal=options.causal, fit=options.fit)
-        prep = backend.prepare(problem)
-    except InputError as exc:
-        if not (auto and exc.field == "device memory"):
-            raise
-        # `auto` means the GPU when it can: a graph too large for its free memory runs on the CPU
-        # (with one thread pool, whatever --devices asked for)
-        unused = f"; --devices {','.join(map(str, devices))} unused" if devices and len(devices) > 1 else ""
-        say(f"{exc.message}; reconstructing on the CPU instead (--backend auto{unused})")
-        backend.close()
-        backend = get_backend("cpu")
-        warm_up(backend, causal=options.causal, fit=options.fit)
-        prep = backend.prepare(problem)
-    warmup_seconds = time.perf_counter() - warm_started
+        return _reconstruct(problem, options, backend, prep, time.perf_counter() - warm_started, say,
+                            keep_posteriors, repeats, repeat_seconds)
+    finally:
+        if owned:
+            backend.close()
+
+
+def _reconstruct(problem: Problem, options: Options, backend: Backend, prep: Prepared, warmup_seconds: float,
+                 say, keep_posteriors: bool, repeats: int, repeat_seconds: float) -> Reconstruction:
     backend.synchronize()
     runs: list[float] = []
     while True:
@@ -133,15 +121,7 @@ def _run_once(backend: Backend, prep, problem: Problem, options: Options, progre
     if problem.model != "sir":
         beta_r = 0.0
     say(f"inference at beta_i={beta_i:.6g}, beta_r={beta_r:.6g}")
-    prior = problem.prior
-    rho = backend.pressures(prep, prior, beta_i, beta_r, options.reset)
-    if keep_posteriors or options.causal:
-        gamma = backend.posteriors(prep, rho, prior, beta_r, options.backward)
-        t_inf, t_rec, extras = decode(backend, prep, problem, gamma, options.decoder, options.tau,
-                                      options.projection, options.causal)
-    else:  # nothing else reads the posteriors: the backend may decode them as it forms them
-        gamma, extras = None, {}
-        t_inf, t_rec = backend.posterior_hitting_times(prep, rho, prior, beta_r, options.backward, options.decoder,
-                                                       options.tau, problem.model == "sir", options.projection)
+    rho = backend.pressures(prep, problem.prior, beta_i, beta_r, options.reset)
+    gamma, t_inf, t_rec, extras = decode(backend, prep, problem, rho, beta_r, options, keep_posteriors)
     elapsed = backend.stop_interval(started)
     return elapsed, (beta_i, beta_r, trace, gamma, t_inf, t_rec, extras)

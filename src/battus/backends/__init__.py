@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import InputError
+from ..problem import Problem
 from .base import Backend, Prepared
 from .cpu import CPUBackend
 
-__all__ = ["Backend", "CPUBackend", "Prepared", "cuda_available", "get_backend"]
+__all__ = ["Backend", "CPUBackend", "Prepared", "cuda_available", "get_backend", "open_backend"]
 
 
 def cuda_available() -> bool:
@@ -55,6 +56,34 @@ def get_backend(name: str = "auto", devices: Sequence[int] | None = None) -> Bac
     from .cuda import CUDABackend
 
     return CUDABackend(devices=devices) if devices else CUDABackend()
+
+
+def open_backend(name: str, devices: Sequence[int] | None, problem: Problem, warm_up: Callable[[Backend], None],
+                 say: Callable[[str], None]) -> tuple[Backend, Prepared]:
+    """The backend a reconstruction runs on, warmed up (``warm_up(backend)``) and holding ``problem``.
+
+    The one place a backend is chosen and fallen back from: :func:`get_backend`
+    picks it; with ``auto``, a problem too large for the GPU's free memory
+    runs on the CPU instead (one thread pool, whatever ``devices`` asked for),
+    saying so through ``say``. A backend that fails is closed before the error
+    goes on.
+    """
+    backend = get_backend(name, devices=devices)
+    try:
+        warm_up(backend)
+        return backend, backend.prepare(problem)
+    except InputError as exc:
+        backend.close()
+        if not (name == "auto" and exc.field == "device memory"):
+            raise
+        unused = f"; --devices {_listed(devices)} unused" if devices and len(devices) > 1 else ""
+        say(f"{exc.message}; reconstructing on the CPU instead (--backend auto{unused})")
+    except BaseException:
+        backend.close()
+        raise
+    backend = get_backend("cpu")
+    warm_up(backend)
+    return backend, backend.prepare(problem)
 
 
 def _require_devices(devices: Sequence[int]) -> None:
