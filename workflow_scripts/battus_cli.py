@@ -8,8 +8,9 @@ needs and the CLI leaves to its caller: Numba and a plug-in's {threads} use the
 rule's threads (capped at --cores, or on SLURM at the partition's CPUs per
 node), SIGTERM (a cancelled job, SLURM's scancel) stops it as cleanly as Ctrl-C
 (no partial output), temporary files of a hard-killed earlier attempt are removed, the
-command's stdout and stderr go to the rule's log, the provenance of an output
-made from a download records the download's URL, and a failure is one line on
+command's stdout and stderr go to the rule's log, an input that
+is a download has its URL passed as --source-url (recorded in the output's
+provenance), and a failure is one line on
 the terminal: when it names one of the job's inputs (a truncated history a
 killed copy left with its old modification time, which Snakemake does not
 notice), the line says how to remake that input. A bug's traceback goes to the
@@ -26,7 +27,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import numba  # noqa: E402
 from _common import debugging, prepare_outputs  # noqa: E402
 
-import battus.io  # noqa: E402
 import battus.plugins  # noqa: E402
 from battus.cli import main  # noqa: E402
 
@@ -44,30 +44,14 @@ def cli_arguments(options: dict) -> list[str]:
     return args
 
 
-def source_urls(sm) -> dict[str, str]:
-    """Input path -> URL, for the job's inputs that are downloads (resources/downloads/<key>)."""
+def download_url(sm) -> str | None:
+    """The URL of the job's input when it is a download (resources/downloads/<key>), else None."""
     downloads = sm.config.get("downloads", {})
-    urls = {}
     for path in map(str, sm.input):
         key = path.removeprefix("resources/downloads/")
         if key != path and key in downloads:
-            urls[path] = downloads[key]["url"]
-    return urls
-
-
-def record_source_urls(urls: dict[str, str]) -> None:
-    """Make every provenance record whose ``source`` is a download also name its URL.
-
-    The CLI records an input's path and sha256; which URL a file under resources/downloads/ stands
-    for is known only to the workflow's config, so it is added here, around the CLI's own record.
-    """
-    make_record = battus.io.provenance
-
-    def record_with_url(**fields) -> dict:
-        url = urls.get(str(fields.get("source")))
-        return make_record(**fields, source_url=url) if url else make_record(**fields)
-
-    battus.io.provenance = record_with_url
+            return downloads[key]["url"]
+    return None
 
 
 def last_error(log_path: str) -> str | None:
@@ -91,9 +75,10 @@ sm = snakemake  # noqa: F821
 os.environ[battus.plugins.WORKFLOW_ENV] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 prepare_outputs(sm)
 numba.set_num_threads(min(sm.threads, numba.config.NUMBA_NUM_THREADS))
-record_source_urls(source_urls(sm))
 inputs = [str(x) for x in sm.input]
 options = dict(sm.params.options)
+if (url := download_url(sm)) is not None:  # `battus graph` and `import-hermes` record where it came from
+    options["source_url"] = url
 if sm.params.command == "run-method":
     # a plug-in's {threads} is the job's threads: the config's, capped at --cores locally and at
     # the partition's CPUs per node on SLURM (battus.suite.cluster), as Numba's are above

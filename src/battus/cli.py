@@ -102,6 +102,11 @@ def _add_schedule(p: argparse.ArgumentParser, default: str | None = "benchmark")
     )
 
 
+def _source_url(args: argparse.Namespace) -> dict:
+    """``source_url`` for the provenance record when the input is a download (``--source-url``)."""
+    return {"source_url": args.source_url} if args.source_url else {}
+
+
 def cmd_import_hermes(args: argparse.Namespace) -> None:
     from .hermes import canonical_from_pt, pol_from_retweets
     from .io import provenance, sha256_file, write_history
@@ -115,7 +120,7 @@ def cmd_import_hermes(args: argparse.Namespace) -> None:
         canon.name = args.name
     problem = canon.to_problem(args.schedule).validate(str(src))
     prov = provenance(stage="import-hermes", source=str(src), source_sha256=sha256_file(src),
-                      schedule=problem.observations.times.tolist())
+                      schedule=problem.observations.times.tolist(), **_source_url(args))
     write_history(args.out, problem, prov)
     _say(args.quiet)(f"{canon.name}: n={canon.graph.n} |E|={canon.graph.num_edges} T={canon.T} "
                      f"n0={canon.n0} model={canon.model} -> {args.out}")
@@ -133,7 +138,7 @@ def cmd_graph(args: argparse.Namespace) -> None:
               file=sys.stderr, flush=True)
     prov = provenance(stage="graph", source=str(args.input), source_sha256=sha256_file(args.input),
                       directed=args.directed, largest_component=not args.keep_all_components,
-                      counts=graph.meta)
+                      counts=graph.meta, **_source_url(args))
     write_graph(args.out, graph, prov)
     _say(args.quiet)(f"n={graph.n} arcs={graph.m} |E|={graph.num_edges} -> {args.out}")
 
@@ -340,6 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p):
         p.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
 
+    def source_url(p):
+        p.add_argument("--source-url", metavar="URL",
+                       help="the address the input was downloaded from, recorded in the output's provenance")
+
     p = sub.add_parser("import-hermes", help="import a DITTO/HERMES .pt export (or Pol's rt-pol.txt)",
                        description="Import one canonical benchmark history (torch-free, restricted "
                                    "unpickler) into a Battus history file with truth and observations.")
@@ -348,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="dataset name stored in the file (default: file stem)")
     p.add_argument("--pol-T", dest="pol_T", type=_integer(1), default=40, help="horizon for Pol-SI (default: 40)")
     _add_schedule(p)
+    source_url(p)
     common(p)
     p.set_defaults(func=cmd_import_hermes, inputs=("input",))
 
@@ -363,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="auto", choices=["auto", "snap", "csv"], help="input format")
     p.add_argument("--keep-all-components", action="store_true", help="do not restrict to the largest WCC")
     p.add_argument("--name", help="graph name stored in the file")
+    source_url(p)
     common(p)
     p.set_defaults(func=cmd_graph, inputs=("input",))
 
