@@ -1,4 +1,4 @@
-"""Probe (issue 13): where the GPU causal decoder (Battus-C) spends its time, phase by phase.
+"""Probe: where the GPU causal decoder (Battus-C) spends its time, phase by phase.
 
 The repair is one cooperative kernel (``causal_cuda._repair``) with grid-wide
 barriers between its steps. This probe compiles a copy of it in which thread

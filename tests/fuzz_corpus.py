@@ -1,4 +1,4 @@
-"""Building blocks for the hostile-input suite (tests/test_fuzz_inputs.py, issue 9).
+"""Building blocks for the hostile-input suite (tests/test_fuzz_inputs.py).
 
 Three things live here, none of which needs hypothesis:
 

@@ -1,5 +1,5 @@
 """Faults a user meets: download servers failing, a mirror lacking files, two runs in one folder,
-kill -9 mid-run, a truncated intermediate (issue 11, items 10 and 12).
+kill -9 mid-run, a truncated intermediate.
 
 Downloads go to a local http.server on 127.0.0.1 that answers 404, fails twice before it serves,
 or is not there at all; the workflow tests run Snakemake on small configurations in their own

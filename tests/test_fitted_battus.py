@@ -83,7 +83,7 @@ def test_ablation_rows_of_the_fitted_method(canonical, row, overrides):
 
 
 # ----------------------------------------------------------------------------
-# decoded histories bit-identical to the code before the issue-10 refactor (commit 0552e74)
+# decoded histories bit-identical to stored digests: a change to any history, fitted rate or causal count fails
 
 GOLDEN_FIT = FitSettings(grid_points=6, refine_points=3, refine_rounds=1)
 GOLDEN_VARIANTS = {
@@ -97,7 +97,7 @@ GOLDEN_VARIANTS = {
     "reset": ("battus-z", {"reset": True}),
 }
 # sha256 over the 12 canonical datasets' hitting times, states, rates and causal counts (CPU backend), and over
-# 8 simulated histories; made with commit 0552e74 (the CUDA backend matched its own hashes too, on an H100)
+# 8 simulated histories; made with commit 0552e74
 GOLDEN = {
     "battus": "ae4919fde2ec891e69eabedec886789c",
     "battus-c": "be7b4e5e07c36e4cc080e7b52c8f3800",

@@ -1,4 +1,4 @@
-"""Property-based hostile-input suite over every reader, through the CLI (issue 9).
+"""Property-based hostile-input suite over every reader, through the CLI.
 
 Every generated input goes through ``battus.cli.main`` in a worker process
 (:class:`fuzz_corpus.CliWorker`: a segfault in a reader is a failed example,
@@ -410,13 +410,13 @@ def pt_cases(draw) -> tuple[PtSpec, str]:
 
 
 def _known_case(edit: str) -> tuple[PtSpec, str]:
-    """Issue 9's own .pt classes, always run first (``@example``) whatever the seed draws."""
+    """The known hostile .pt classes, always run first (``@example``) whatever the seed draws."""
     spec = valid_pt(4, 3, [(0, 1), (1, 2), (2, 3), (3, 0)],
                     np.array([[1, 1, 2, 2], [0, 1, 1, 2], [0, 0, 1, 1], [0, 0, 0, 1]]))
     y: Tensor = spec.mapping["y"]
-    if edit == "huge negative stride":  # SIGSEGV before the fix
+    if edit == "huge negative stride":  # a reader that trusts the stride faults (SIGSEGV)
         spec.mapping["y"] = replace(y, stride=(1, -(2**40)), offset=12)
-    elif edit == "small negative stride":  # read the bytes before the storage before the fix
+    elif edit == "small negative stride":  # a reader that trusts the stride reads the bytes before the storage
         spec.mapping["y"] = replace(y, stride=(1, -4), offset=3)
     elif edit == "negative T":
         spec.mapping["T"] = -3
@@ -642,7 +642,7 @@ def hdf5_dataset_cases(draw) -> tuple[str, str, str, Any]:
 
 
 @budget(120)
-# issue 9's silent wrong answers, on every seed: int64 indices >= 2**31 narrowed to int32, state codes
+# silent wrong answers, on every seed: int64 indices >= 2**31 narrowed to int32, state codes
 # outside the model in a prediction (3 in SIR, R in SI)
 @example(case=("sir", "graph/indices", "wrap32", "reconstruct"), data=None)
 @example(case=("graph", "graph/indices", "wrap32", "simulate"), data=None)
@@ -767,7 +767,7 @@ def attr_problem(kind: str, name: str, value: Any, deleted: bool, base: Base) ->
 
 
 @budget(80)
-# issue 9's impossible evidence, on every seed: n0 = 0 (and n0 > n) while infections are observed
+# impossible evidence, on every seed: n0 = 0 (and n0 > n) while infections are observed
 @example(kind="sir", on_graph=False, name_index=ROOT_ATTRS["sir"].index("n0"), deleted=False, value=0,
          command_index=0)
 @example(kind="si", on_graph=False, name_index=ROOT_ATTRS["si"].index("n0"), deleted=False, value=N + 1,
@@ -1128,12 +1128,12 @@ def test_fuzz_options_and_outputs(worker: CliWorker, base: Base, case: tuple[str
 
 
 # --------------------------------------------------------------------------
-# classes found by hand after the fix (one explicit case each, through the CLI)
+# classes the generators rarely or never reach (one explicit case each, through the CLI)
 # --------------------------------------------------------------------------
 
 # numpy.loadtxt crashes (SIGSEGV) on code points of the high planes (tag characters such as U+E0067,
-# which flag emoji use, private-use planes 15 and 16): found by test_fuzz_retweet_rows, first as a
-# "flaky" crash, since whether it faults depends on the memory layout
+# which flag emoji use, private-use planes 15 and 16). test_fuzz_retweet_rows can draw them, but whether
+# the crash happens depends on the memory layout, so these rows are checked explicitly
 @pytest.mark.parametrize("row", ["3,1,\U000e0067", "\U000e0067,1,1600000300"])
 def test_retweet_rows_high_plane_character(worker: CliWorker, base: Base, row: str) -> None:
     wd = base.workdir()

@@ -1,4 +1,4 @@
-"""One test per class of hostile or broken input (issue 9), through the CLI.
+"""One test per class of hostile or broken input, through the CLI.
 
 Each case checks the whole promise: exit status 2, exactly one line on
 stderr naming the file or option at fault, no output (nor temporary file)

@@ -117,7 +117,7 @@ def test_projection_ablation_changes_nothing(canonical, battus_z):
 
 def test_no_backward_ablation_within_tolerance(canonical):
     # The spec's anchored forward pass gives .8138/.1545 against the paper's
-    # .8171/.1540 (docs/benchmarks.md lists the variants tried).
+    # .8171/.1540 (docs/benchmarks.md gives the other readings of the ablation).
     f1, err = _mean_scores(canonical, backward=False)
     target_f1, target_err = P.ABLATION["battus-z-nobackward"]
     assert abs(f1 - target_f1) <= 0.005 and abs(err - target_err) <= 0.005, (f1, err)

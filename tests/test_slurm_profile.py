@@ -1,4 +1,4 @@
-"""The SLURM profile (profiles/slurm) and the config's `cluster` key (issue 11 item 4, issue 14).
+"""The SLURM profile (profiles/slurm) and the config's `cluster` key.
 
 Dry runs under the profile: the GPU partition and gpu=1 go to exactly the jobs
 that use a GPU, partitions and the account come from the config alone. Unit

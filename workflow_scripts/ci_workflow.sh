@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The workflow's CI steps (issue 4's acceptance list), from the repository root:
+# The workflow's CI steps (its acceptance checks), from the repository root:
 #   bash workflow_scripts/ci_workflow.sh
 # Needs snakemake, snakefmt and the battus package on PATH/in the environment,
 # and the shared mirror at ../shared/data (override with BATTUS_MIRROR).
