@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from battus import report
+from battus.suite import report
 
 ROOT = Path(__file__).resolve().parent.parent
 DITTO = ROOT / report.DITTO_PUBLISHED
