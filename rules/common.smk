@@ -13,7 +13,13 @@ from snakemake.utils import validate
 
 import battus.download
 from battus.suite.experiments import Plan
-from battus.suite.report import REPORT_ITEMS, report_made, report_runs, report_spec
+from battus.suite.report import (
+    REPORT_ITEMS,
+    report_made,
+    report_reads,
+    report_runs,
+    report_spec,
+)
 
 validate(config, "../config/schemas/config.schema.yaml")
 # published rows live in the workflow, not in the run folder
@@ -112,20 +118,17 @@ def simulation_graph(wildcards):
 
 
 def report_inputs(name):
-    """The files one table or figure reads, by kind (battus.suite.report.make)."""
-    runs = report_runs(name, PLAN)
-    if name == "datasets":
-        return {
-            "histories": [history(d) for d in PLAN.experiments["datasets"]["datasets"]]
-        }
-    if name == "history_drawing":
-        return {
-            "history": history(runs[0][0]),
-            "predictions": [prediction(*r) for r in runs],
-        }
-    inputs = {"scores": [score(*r) for r in runs]}
-    if REPORT_ITEMS[name].published:
-        inputs["published"] = config["published"][REPORT_ITEMS[name].published]
+    """The files one table or figure reads, as its registry entry declares them
+    (battus.suite.report.report_reads: their wildcards; the published rows it compares with).
+    """
+    paths = {"scores": score, "histories": history, "predictions": prediction}
+    inputs = {
+        group: [paths[group](*wildcards) for wildcards in files]
+        for group, files in report_reads(name, PLAN).items()
+    }
+    published = REPORT_ITEMS[name].published
+    if published:
+        inputs["published"] = config["published"][published]
     return inputs
 
 

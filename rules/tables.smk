@@ -1,8 +1,8 @@
 """Stage 3: the paper's tables as CSV, Markdown and LaTeX (booktabs) under <results>/report/tables.
 
-One rule per table, all made by this loop: battus.suite.report says what each table
-shows (its spec, a param: editing one experiment reruns only its tables) and
-which runs it reads.
+One rule per table, all made by this loop: its entry in battus.suite.report's
+registry says what it shows (its spec, a param: editing one experiment reruns
+only its tables) and which files it reads (report_inputs).
 """
 
 for table in TABLES:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from battus import report
+from battus.suite import report
 
 matplotlib = pytest.importorskip("matplotlib")
 pytest.importorskip("snakemake")
@@ -82,11 +82,11 @@ def _history_inputs(tmp_path: Path, runs: list) -> dict:
                                params={"method": m}, backend="cpu", device="test", algorithm_seconds=0.01)
         predictions.append(tmp_path / f"{m}-{v}.h5")
         write_prediction(predictions[-1], recon, problem, tmp_path / "history.h5")
-    return {"history": tmp_path / "history.h5", "predictions": predictions}
+    return {"histories": [tmp_path / "history.h5"], "predictions": predictions}
 
 
 def _inputs(name: str, runs: list, tmp_path: Path) -> dict:
-    if name == "history_drawing":
+    if report.REPORT_ITEMS[name].inputs == "history+predictions":
         return _history_inputs(tmp_path, runs)
     paths = []
     for i, (d, m, v) in enumerate(runs):

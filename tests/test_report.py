@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from battus import report
+from battus.suite import report
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "data/published/hermes_table2.csv"
@@ -115,7 +115,7 @@ def test_fmt_value():
 def test_bold_marks_ties():
     df = pd.DataFrame({"M": ["a", "b", "c"], "F1": [0.9, 0.9, 0.8], "NRMSE": [0.2, 0.1, 0.3]})
     panel = report.Panel("", df, {"F1": "metric", "NRMSE": "metric"}, {"F1": "max", "NRMSE": "min"})
-    mask = report._bold_mask(panel)
+    mask = report.bold_mask(panel)
     assert mask["F1"].tolist() == [True, True, False]
     assert mask["NRMSE"].tolist() == [False, True, False]
 
@@ -317,7 +317,7 @@ def test_controls_are_shown_but_never_ranked_or_bold(canonical):
     frame = panel.frame.set_index("Method")
     assert np.isnan(frame.at["Truth (positive control)", "Rank"])
     assert frame.at["Battus", "Rank"] < without.panels[0].frame.set_index("Method").at["Battus", "Rank"]
-    bold = report._bold_mask(panel)
+    bold = report.bold_mask(panel)
     truth_row = list(frame.index).index("Truth (positive control)")
     assert not bold.iloc[truth_row].any() and bold.drop(index=truth_row).any().any()
     assert "not ranked" in table.note

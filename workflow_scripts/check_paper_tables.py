@@ -4,7 +4,7 @@
     python workflow_scripts/check_paper_tables.py results/ci/report/tables/canonical_quality.csv \
         [--method Battus-Z] [--paper data/published/battus_paper.csv] [--digits 4]
 
-The table is the workflow's tidy CSV (battus.suite.report: one row per number,
+The table is the workflow's tidy CSV (battus.suite.report.tables: one row per number,
 columns ``model, method, source, dataset, label, metric, value``). Every
 (dataset, metric) cell of the paper's rows for the chosen method
 (data/published/battus_paper.csv, transcribed from tab:canonical-quality)

@@ -1,4 +1,4 @@
-"""Table and figure rules: score files (or histories) -> one table or figure via battus.suite.report.make."""
+"""Table and figure rules: the files an item's registry entry reads -> one table or figure (battus.suite.report.make)."""
 
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from _common import prepare_outputs, setup_log  # noqa: E402
 
-from battus import report  # noqa: E402
+from battus.suite import report  # noqa: E402
 
 log = setup_log(snakemake)  # noqa: F821
 prepare_outputs(snakemake)  # noqa: F821

@@ -1,0 +1,142 @@
+"""What the report is made from: score files, published rows and history files.
+
+:func:`load_scores` reads one score file per run, keyed ``"dataset|method|variant"``, and merges
+the runs of a dataset repeated over seeds (:func:`~battus.suite.report.seeds.merge_seeds`);
+:func:`score_of`, :func:`dataset_label`, :func:`method_label` and :func:`is_control` look runs
+and labels up in them and in an item's spec. :func:`scores_long` is every number of every score
+file in one long frame (the workflow's ``scores.csv``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .seeds import merge_seeds
+from .tables import tidy_frame
+
+
+def load_scores(runs: list, paths: list, replicates: dict | None = None) -> dict[str, dict]:
+    """Score JSONs keyed ``dataset|method|variant`` (``runs`` and ``paths`` in the same order).
+
+    ``replicates`` maps a dataset simulated at another seed to the dataset it repeats (the spec's
+    ``replicates``): the runs of one dataset over several seeds are merged (:func:`merge_seeds`)
+    into one record under the dataset's own key, which keeps the per-seed records as ``seeds``.
+    """
+    if len(runs) != len(paths):
+        raise ValueError(f"{len(runs)} runs but {len(paths)} score files")
+    replicates = replicates or {}
+    groups: dict[str, list[dict]] = {}
+    for (d, m, v), path in zip(runs, paths, strict=True):
+        groups.setdefault(f"{replicates.get(d, d)}|{m}|{v}", []).append(json.loads(Path(path).read_text()))
+    out = {}
+    for key, records in groups.items():
+        out[key] = records[0] if len(records) == 1 else {**merge_seeds(records), "seeds": records}
+    return out
+
+
+def score_of(scores: dict, d: str, m: str, v: str) -> dict:
+    """The score record of one run."""
+    key = f"{d}|{m}|{v}"
+    if key not in scores:
+        raise KeyError(f"no score for {key}")
+    return scores[key]
+
+
+def dataset_label(spec: dict, d: str) -> str:
+    """A dataset's label in the config (its name where none is given)."""
+    return spec["datasets"].get(d, {}).get("label", d)
+
+
+def method_label(spec: dict, m: str, v: str) -> str:
+    """A run's label in the config (``method variant`` where none is given)."""
+    return spec["labels"].get(f"{m}/{v}", f"{m} {v}")
+
+
+def is_control(spec: dict, m: str, v: str) -> bool:
+    """A positive or negative control (a check of the scorer and a floor): never ranked or bold."""
+    return f"{m}/{v}" in spec.get("controls", ())
+
+
+def read_published(path: str | Path) -> pd.DataFrame:
+    """Published rows: method, dataset, f1, nrmse (empty = not reported, note says why)."""
+    df = pd.read_csv(path, comment="#")
+    for col in ("f1", "nrmse"):
+        df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
+
+
+def published_rows(published: pd.DataFrame | None, keys: list[str | None]) -> dict[str, list[tuple[float, float]]]:
+    """Each published method's (F1, NRMSE) on the datasets ``keys``, in order; only methods that report
+    every one of them (a value may be NaN: not reported), none where a dataset has no published key."""
+    if published is None or not keys or not all(keys):
+        return {}
+    rows = {}
+    for name, grp in published.groupby("method", sort=False):
+        by = grp.set_index("dataset")
+        if all(k in by.index for k in keys):
+            rows[name] = [(float(by.at[k, "f1"]), float(by.at[k, "nrmse"])) for k in keys]
+    return rows
+
+
+DITTO_PUBLISHED = "data/published/ditto_kdd23.csv"
+
+
+SCORES_COLUMNS = ["dataset", "protocol", "method", "variant", "seed", "metric", "convention", "value"]
+
+
+def protocol_of(observed_times: list[int], T: int) -> str:
+    """The observation protocol a run was scored under: benchmark {floor(T/2), T}, final {T}, or custom."""
+    from ...problem import schedule_times
+
+    for name in ("benchmark", "final"):
+        if list(observed_times) == schedule_times(T, name).tolist():
+            return name
+    return "custom"
+
+
+def scores_long(runs: list, paths: list, seeds: dict, replicates: dict | None = None) -> pd.DataFrame:
+    """Every number of every score file, one row each (SCORES_COLUMNS): the leaderboard's input.
+
+    ``metric`` names the scorer and the measure (``hermes_f1``, ``unobserved_nrmse``,
+    ``causal_violation_fraction``, ``time_ms``, ``calibration_brier``, ...); ``convention`` is
+    ``paper`` or ``ditto`` for NRMSE and empty otherwise; ``seed`` is the simulation seed of a
+    simulated dataset, empty for an imported one. A dataset simulated at another seed
+    (``replicates``: its name -> the dataset it repeats) is written under the dataset it
+    repeats, its own seed in ``seed``: one row per seed.
+    """
+    replicates = replicates or {}
+    rows = []
+    for (d, m, v), path in zip(runs, paths, strict=True):
+        s = json.loads(Path(path).read_text())
+        ids = {"dataset": replicates.get(d, d), "protocol": protocol_of(s["observed_times"], s["T"]),
+               "method": m, "variant": v, "seed": "" if seeds.get(d) is None else seeds[d]}
+
+        def add(metric: str, value, convention: str = "", ids: dict = ids) -> None:
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                rows.append({**ids, "metric": metric, "convention": convention, "value": value})
+
+        for scorer in ("hermes", "unobserved"):
+            add(f"{scorer}_f1", s[scorer]["f1"])
+            add(f"{scorer}_nrmse", s[scorer]["nrmse"], "paper")
+            add(f"{scorer}_nrmse", s[scorer].get("nrmse_ditto"), "ditto")
+        causal = s["causal"]["prediction"]
+        add("causal_violation_fraction", causal["rate"])
+        add("causal_violations", causal["violations"])
+        add("causal_events", causal["events"])
+        add("time_ms", 1e3 * s["algorithm_seconds"])
+        for key in ("brier", "log_loss", "ece", "overconfidence"):
+            add(f"calibration_{key}", (s.get("calibration") or {}).get(key))
+    return tidy_frame(rows).reindex(columns=SCORES_COLUMNS)
+
+
+def history_summary(path: str | Path) -> dict:
+    """n, |E| (arcs if directed else edges), T and model of a history file."""
+    from ...io import read_history
+
+    p = read_history(path)
+    return {"n": p.n, "edges": p.graph.num_edges, "arcs": p.graph.m, "T": p.T, "model": p.model,
+            "directed": p.graph.directed}

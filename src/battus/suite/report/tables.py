@@ -1,0 +1,265 @@
+"""The table model and its writers: CSV (long format), Markdown and LaTeX.
+
+A :class:`Table` holds wide :class:`Panel` objects for reading and one tidy long frame
+(:attr:`Table.tidy`) for analysis. :func:`write_table` writes
+
+- CSV: the tidy frame. One row per number: the columns that say what was
+  measured (``dataset``, ``label``, ``method``, ...), then ``metric`` and
+  ``value``. Metric names carry their unit (``time_ms``, ``violation_fraction``);
+  every proportion (F1, NRMSE, violation rates) is a fraction in [0, 1].
+  Aggregates over datasets are rows with ``dataset = "all"`` and the metric
+  says how they aggregate (``mean_f1``, ``geomean_time_ms``; a pooled
+  ``violation_fraction`` is event-weighted). Every cell is filled: a value
+  that was not reported (SPIN's OOM) is a missing row, not a blank cell.
+- Markdown and LaTeX (booktabs): the wide panels, best values in bold, the
+  paper's ``.8726`` number style, violation rates in percent (headers say %).
+
+Means over seeds (:class:`~battus.suite.report.seeds.SeedStat`) print ``mean ± sd`` (sample sd,
+ddof 1) in Markdown and LaTeX; the tidy CSV gives the mean under the metric's own name plus
+``<metric>_sd``, ``<metric>_ci95_low``, ``<metric>_ci95_high`` (Student-t interval of the mean
+over seeds) and ``<metric>_n_seeds``.
+
+Labels. Config labels are written LaTeX-style (``BA--SI``) because the .tex
+tables need it; :func:`label_text` is the one conversion: an en dash for PNGs,
+Markdown and CSV, ``--`` kept for LaTeX.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .seeds import SeedStat, seeded
+
+
+def label_text(text: str, latex: bool = False) -> str:
+    """A config label as printed: ``--``/``---`` become an en/em dash (PNG, Markdown, CSV);
+    with ``latex`` the Unicode dashes become ``--``/``---`` instead."""
+    if latex:
+        return text.replace("\u2014", "---").replace("\u2013", "--")
+    return text.replace("---", "\u2014").replace("--", "\u2013")
+
+
+@dataclass
+class Panel:
+    """One block of a table: raw values plus how to print and where to bold."""
+
+    title: str
+    frame: pd.DataFrame
+    formats: dict[str, str] = field(default_factory=dict)  # column -> metric|pct|rank|int|ms|str
+    best: dict[str, str] = field(default_factory=dict)  # column -> max|min (within the column)
+    best_by: list[str] = field(default_factory=list)  # bold within groups of these columns
+    row_best: tuple[list[str], str] | None = None  # (columns, max|min): bold the best of each row
+    skip_best_rows: list[int] = field(default_factory=list)  # rows excluded from column bests
+    rules_before: list[int] = field(default_factory=list)  # LaTeX \midrule before these rows
+
+
+@dataclass
+class Table:
+    """A table of the paper: its panels, caption and note, and the tidy frame its CSV holds."""
+
+    name: str
+    caption: str
+    panels: list[Panel]
+    tidy: pd.DataFrame  # the CSV: one row per number (module docstring)
+    note: str = ""
+
+
+def long_rows(ids: dict, metrics: dict) -> list[dict]:
+    """Rows of a tidy frame: ``ids`` repeated for each (metric, value), missing values left out.
+
+    A mean over seeds gives its mean under the metric's name, then ``<metric>_sd``,
+    ``<metric>_ci95_low``, ``<metric>_ci95_high`` and ``<metric>_n_seeds``.
+    """
+    rows = []
+    for metric, value in metrics.items():
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if seeded(value):
+            low, high = value.ci95()
+            rows += [{**ids, "metric": metric, "value": float(value)},
+                     {**ids, "metric": f"{metric}_sd", "value": value.sd},
+                     {**ids, "metric": f"{metric}_ci95_low", "value": low},
+                     {**ids, "metric": f"{metric}_ci95_high", "value": high},
+                     {**ids, "metric": f"{metric}_n_seeds", "value": value.n}]
+            continue
+        rows.append({**ids, "metric": metric, "value": float(value) if isinstance(value, SeedStat) else value})
+    return rows
+
+
+def panel_frame(rows: list[dict]) -> pd.DataFrame:
+    """A panel's frame that keeps means over seeds as SeedStat cells (pandas would make them
+    plain floats), so that Markdown and LaTeX can print their sd."""
+    frame = pd.DataFrame(rows)
+    for col in frame.columns:
+        cells = [row.get(col) for row in rows]
+        if any(seeded(c) for c in cells):
+            frame[col] = pd.Series([np.nan if c is None else c for c in cells], index=frame.index, dtype=object)
+    return frame
+
+
+def tidy_frame(rows: list[dict]) -> pd.DataFrame:
+    """A tidy frame whose ``value`` column keeps counts as integers (``884``, not ``884.0``)."""
+    frame = pd.DataFrame(rows)
+    if "value" in frame:
+        frame["value"] = pd.Series([row["value"] for row in rows], index=frame.index, dtype=object)
+    return frame
+
+
+def fmt_value(value, kind: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "--"
+    if seeded(value) and kind in ("metric", "pct", "ms"):
+        # a mean over seeds: mean ± sample sd
+        return f"{fmt_value(float(value), kind)} \u00b1 {fmt_value(value.sd, kind)}"
+    if kind == "metric":
+        text = f"{float(value):.4f}"
+        return text[1:] if text.startswith("0.") else text.replace("-0.", "-.")
+    if kind == "rate":
+        text = f"{float(value):.2f}"
+        return text[1:] if text.startswith("0.") else text
+    if kind == "pct":
+        return f"{100.0 * float(value):.2f}"
+    if kind == "rank":
+        return f"{float(value):.2f}"
+    if kind == "int":
+        return f"{int(value):,}"
+    if kind == "ms":
+        return f"{float(value):.0f}" if float(value) >= 10 else f"{float(value):.1f}"
+    return str(value)
+
+
+def bold_mask(panel: Panel) -> pd.DataFrame:
+    df = panel.frame
+    mask = pd.DataFrame(False, index=df.index, columns=df.columns)
+    eligible = ~df.index.isin(df.index[panel.skip_best_rows]) if panel.skip_best_rows else np.ones(len(df), bool)
+    groups = [df.index[eligible]] if not panel.best_by else [
+        idx[eligible[df.index.get_indexer(idx)]] for _, idx in df.groupby(panel.best_by, sort=False).groups.items()
+    ]
+    for col, how in panel.best.items():
+        if col not in df:
+            continue
+        for idx in groups:
+            values = pd.to_numeric(df.loc[idx, col], errors="coerce").round(4)
+            if values.notna().any():
+                target = values.max() if how == "max" else values.min()
+                mask.loc[values.index[values == target], col] = True
+    if panel.row_best:
+        cols, how = panel.row_best
+        cols = [c for c in cols if c in df]
+        values = df[cols].apply(pd.to_numeric, errors="coerce").round(4)
+        target = values.max(axis=1) if how == "max" else values.min(axis=1)
+        for col in cols:
+            mask.loc[values[col] == target, col] = True
+    return mask
+
+
+def formatted_panel(panel: Panel, bold) -> pd.DataFrame:
+    mask = bold_mask(panel)
+    out = pd.DataFrame(index=panel.frame.index)
+    for col in panel.frame.columns:
+        kind = panel.formats.get(col, "str")
+        out[col] = [
+            bold(fmt_value(v, kind)) if mask.at[i, col] and fmt_value(v, kind) != "--" else fmt_value(v, kind)
+            for i, v in panel.frame[col].items()
+        ]
+    return out
+
+
+def _tex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
+                 ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+        text = text.replace(a, b)
+    return label_text(text, latex=True).replace("\u00b1", r"$\pm$")
+
+
+def _with_midrules(latex: str, rows_before: list[int]) -> str:
+    """Insert ``\\midrule`` before the given data rows of a booktabs tabular."""
+    if not rows_before:
+        return latex
+    lines = latex.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == r"\midrule") + 1
+    out = lines[:start]
+    for k, line in enumerate(lines[start:]):
+        if k in rows_before and k > 0 and line.strip() != r"\bottomrule":
+            out.append(r"\midrule")
+        out.append(line)
+    return "\n".join(out)
+
+
+def _tex_cell_pm(text: str) -> str:
+    """A LaTeX cell whose ``mean ± sd`` prints the ± in math mode."""
+    return _tex_cell(text).replace("\u00b1", r"$\pm$")
+
+
+def _tex_cell(text: str) -> str:
+    if text.startswith(r"\textbf"):
+        return text
+    indent = len(text) - len(text.lstrip(" "))
+    return (r"\quad " if indent else "") + _tex_escape(text.lstrip(" "))
+
+
+def table_csv(table: Table) -> str:
+    """The tidy frame as CSV: labels with en dashes, labels' indentation stripped."""
+    tidy = table.tidy.copy()
+    for col in tidy.columns:
+        if pd.api.types.is_string_dtype(tidy[col]):
+            tidy[col] = tidy[col].map(lambda v: label_text(v.strip()) if isinstance(v, str) else v)
+    return tidy.to_csv(index=False)
+
+
+def table_markdown(table: Table) -> str:
+    parts = [f"### {label_text(table.caption)}", ""]
+    for panel in table.panels:
+        if len(table.panels) > 1 or panel.title:
+            parts += [f"**{label_text(panel.title)}**", ""]
+        shown = formatted_panel(panel, lambda s: f"**{s}**").map(label_text)
+        shown.columns = [label_text(str(c)) for c in shown.columns]
+        parts += [shown.to_markdown(index=False, disable_numparse=True), ""]
+    if table.note:
+        parts += [label_text(table.note), ""]
+    return "\n".join(parts)
+
+
+def table_latex(table: Table) -> str:
+    parts = [
+        f"% {table.name}: generated by battus.suite.report (booktabs); do not edit",
+        r"\begin{table}[t]",
+        rf"\caption{{{_tex_escape(table.caption)}}}",
+        rf"\label{{tab:{table.name.replace('_', '-')}}}",
+        r"\centering",
+        r"\scriptsize",
+    ]
+    for panel in table.panels:
+        shown = formatted_panel(panel, lambda s: rf"\textbf{{{s}}}")
+        shown = shown.apply(lambda col: col.map(_tex_cell_pm))
+        shown.columns = [_tex_escape(str(c)) for c in shown.columns]
+        align = "".join("l" if panel.formats.get(c, "str") == "str" else "r" for c in panel.frame.columns)
+        if len(table.panels) > 1 or panel.title:
+            parts.append(rf"\par\smallskip\emph{{{_tex_escape(panel.title)}}}\par")
+        parts.append(_with_midrules(shown.to_latex(index=False, escape=False, column_format=align).rstrip(),
+                                    panel.rules_before))
+    if table.note:
+        parts.append(rf"\par\smallskip{{\footnotesize {_tex_escape(table.note)}}}")
+    parts.append(r"\end{table}")
+    return "\n".join(parts) + "\n"
+
+
+def write_table(table: Table, csv: str | Path, md: str | Path, tex: str | Path) -> None:
+    Path(csv).write_text(table_csv(table))
+    Path(md).write_text(table_markdown(table))
+    Path(tex).write_text(table_latex(table))
+
+
+def seeds_note(table: Table) -> str:
+    """What ``±`` means, where a table shows means over seeds ("" where none)."""
+    counts = sorted({x.n for p in table.panels for col in p.frame.columns for x in p.frame[col] if seeded(x)})
+    if not counts:
+        return ""
+    n = " or ".join(str(c) for c in counts)
+    return (f"Simulated datasets repeated over {n} seeds: mean \u00b1 sample sd (ddof 1) over seeds; the CSV "
+            "adds the 95% Student-t interval of the mean (_ci95_low, _ci95_high) and n_seeds.")
