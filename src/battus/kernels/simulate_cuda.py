@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng, rules
+from . import rng, vertex_rules
 from .cuda_common import BLOCK, WARP, blocks, cuda, simulated
 
-_sir_step_vertex = cuda.jit(device=True)(rules.sir_step_rule(cuda.jit(device=True)(rng.uniform_py)))
+_sir_step_vertex = cuda.jit(device=True)(vertex_rules.sir_step_rule(cuda.jit(device=True)(rng.uniform_py)))
 
 
 @cuda.jit
