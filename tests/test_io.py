@@ -33,7 +33,7 @@ def toy_problem(with_truth=True):
 def test_history_round_trip(tmp_path):
     problem = toy_problem()
     write_history(tmp_path / "h.h5", problem, {"seed": 1})
-    back = read_history(tmp_path / "h.h5", require_truth=True)
+    back = read_history(tmp_path / "h.h5", truth="required")
     assert np.array_equal(back.graph.indptr, problem.graph.indptr)
     assert np.array_equal(back.graph.indices, problem.graph.indices)
     assert np.array_equal(back.graph.node_ids, problem.graph.node_ids)
@@ -46,7 +46,7 @@ def test_scoring_needs_truth(tmp_path):
     write_history(tmp_path / "h.h5", toy_problem(with_truth=False))
     assert read_history(tmp_path / "h.h5").truth is None
     with pytest.raises(InputError, match="truth"):
-        read_history(tmp_path / "h.h5", require_truth=True)
+        read_history(tmp_path / "h.h5", truth="required")
 
 
 def test_graph_round_trip(tmp_path):

@@ -233,7 +233,7 @@ def test_workflow_simulates_each_seed_and_tables_show_mean_and_sd(tmp_path):
     # a switch after --configfile (which takes several files) ends its list: the targets follow
     snakemake(work, "--printshellcmds", "results/report/tables/rate_robustness.md",
               "results/ba-si/forward-fill/default/prediction.h5", configfile=config)
-    first, second = (read_history(work / f"results/{d}/history.h5", require_truth=True)
+    first, second = (read_history(work / f"results/{d}/history.h5", truth="required")
                      for d in ("rr-ba-sir-0.10-0.10", "rr-ba-sir-0.10-0.10.seed7"))
     assert (first.provenance["seed"], second.provenance["seed"]) == (123456789, 7)
     assert first.graph.n == second.graph.n and not np.array_equal(first.truth, second.truth)

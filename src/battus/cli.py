@@ -207,12 +207,17 @@ def _observed(problem, args: argparse.Namespace):
     return problem
 
 
+def _truth_for(args: argparse.Namespace) -> str:
+    """A method never reads the truth: only --schedule does, to re-observe it."""
+    return "skip" if args.schedule is None else "optional"
+
+
 def cmd_reconstruct(args: argparse.Namespace) -> None:
     from .io import read_history, write_prediction
     from .memory import reconstruct_bytes, require
     from .pipeline import reconstruct
 
-    problem = _observed(read_history(args.history), args)
+    problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
     options = options_from_args(args)
     require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
                               causal=options.causal, fit_chunk=options.fit_settings.chunk if options.fit else 0),
@@ -235,7 +240,8 @@ def cmd_baseline(args: argparse.Namespace) -> None:
     from .io import read_history, write_prediction
     from .memory import history_bytes, require
 
-    problem = _observed(read_history(args.history, require_truth=args.method == "truth"), args)
+    problem = _observed(read_history(args.history, truth="required" if args.method == "truth" else _truth_for(args)),
+                        args)
     require(3 * history_bytes(problem.n, problem.T), args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
     recon = baseline(problem, args.method, seed=args.seed)
     write_prediction(args.out, recon, problem, args.history,
@@ -254,7 +260,7 @@ def cmd_run_method(args: argparse.Namespace) -> None:
         argv = shlex.split(args.command)
     except ValueError as exc:
         raise InputError("--command", "command", str(exc)) from None
-    problem = _observed(read_history(args.history), args)
+    problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
     recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed, progress=_say(args.quiet))
     write_prediction(args.out, recon, problem, args.history,
                      extra={"observed_times": problem.observations.times.tolist()})
@@ -266,7 +272,7 @@ def cmd_score(args: argparse.Namespace) -> None:
     from .io import atomic_path, read_history, read_prediction
     from .score import score_prediction
 
-    problem = read_history(args.history, require_truth=True)
+    problem = read_history(args.history, truth="required")
     prediction = read_prediction(args.prediction, model=problem.model)
     result = {**score_prediction(problem, prediction, str(args.prediction)),
               "prediction": str(args.prediction), "history": str(args.history)}

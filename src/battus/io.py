@@ -429,8 +429,11 @@ def write_history(path: str | Path, problem: Problem, prov: dict | None = None) 
         fh.attrs["provenance"] = json.dumps({**problem.provenance, **(prov or {})} or provenance())
 
 
-def read_history(path: str | Path, require_truth: bool = False) -> Problem:
-    """Read and validate a history file; ``require_truth`` for scoring."""
+def read_history(path: str | Path, truth: str = "optional") -> Problem:
+    """Read and validate a history file. ``truth``: ``"required"`` (scoring), ``"optional"``, or
+    ``"skip"`` (a reconstruction, which never reads it: neither its time nor its memory is spent)."""
+    if truth not in ("required", "optional", "skip"):
+        raise ValueError(f"truth must be 'required', 'optional' or 'skip', got {truth!r}")
     with _open(path, (HISTORY_FORMAT,)) as fh:
         try:
             model = _text_attr(fh, "model", path)
@@ -441,8 +444,8 @@ def read_history(path: str | Path, require_truth: bool = False) -> Problem:
             graph = _read_graph(fh)
             times = _read(fh, "observations/times", ndim=1, dtype=np.int64)
             states = _read(fh, "observations/states", ndim=2)
-            truth = _read(fh, "truth", ndim=2, optional=True)
-            if require_truth and truth is None:
+            truth_states = None if truth == "skip" else _read(fh, "truth", ndim=2, optional=True)
+            if truth == "required" and truth_states is None:
                 raise InputError(path, "truth", "scoring needs the true history, which this file lacks")
             prov = _json_attr(fh, "provenance", path)
             name = _text_attr(fh, "name", path, default=Path(path).stem)
@@ -451,7 +454,7 @@ def read_history(path: str | Path, require_truth: bool = False) -> Problem:
     problem = Problem(
         graph=graph, model=model, T=T, n0=n0,
         observations=Observations(times=times, states=states),
-        truth=truth, name=name, provenance=prov,
+        truth=truth_states, name=name, provenance=prov,
     )
     check_problem(problem, str(path))
     problem.observations.states = problem.observations.states.astype(np.uint8)

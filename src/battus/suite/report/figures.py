@@ -326,7 +326,7 @@ def figure_history_drawing(spec: dict, dataset: str, history_path: str | Path, p
 
     from ...io import read_history, read_prediction
 
-    problem = read_history(history_path, require_truth=True)
+    problem = read_history(history_path, truth="required")
     truth = problem.truth
     onset = np.where((truth != 0).any(axis=0), np.argmax(truth != 0, axis=0), truth.shape[0])
     rng = np.random.default_rng(0)
