@@ -19,11 +19,8 @@ class CPUBackend:
     name = "cpu"
     max_causal_frames = causal_cpu.MAX_T
 
-    def __init__(self, skip_absorbed: bool = True) -> None:
+    def __init__(self) -> None:
         import numba
-
-        # fitting steps skip the arcs of vertices without susceptible mass (fit_cpu._batch_step)
-        self.skip_absorbed = bool(skip_absorbed)
 
         self.device = f"{platform.processor() or platform.machine()} x{numba.get_num_threads()} threads"
         self._warmed: set[tuple[bool, bool]] = set()  # the (causal, fit) warm_up has run with
@@ -66,7 +63,7 @@ class CPUBackend:
         return fit_cpu.segmented_loglik(
             prep.indptr, prep.indices, np.asarray(prior, dtype=np.float64),
             np.ascontiguousarray(beta_i, dtype=np.float64), np.ascontiguousarray(beta_r, dtype=np.float64),
-            prep.T, prep.obs_index, prep.obs_states, self.skip_absorbed,
+            prep.T, prep.obs_index, prep.obs_states,
         )
 
     def best_candidate(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray, norm: float,

@@ -3,12 +3,12 @@
 The whole repair is one cooperative kernel (:func:`_repair`): a grid that
 stays resident, runs the input census, buckets the violators by onset and
 then the frames from T down to 1, with a grid-wide barrier between steps.
-Launches from Python cost ~0.1 ms each through Numba (measured on an H200),
-and a launch per step and round made the frame loop launch-bound; the
-barriers cost a few microseconds. The kernel is compiled twice, uncapped for
-graphs below :data:`LARGE_ARCS` arcs (one block per SM: fewer blocks for each
+A launch from Python through Numba costs about a tenth of a millisecond, so
+a launch per step and round made the frame loop launch-bound; a grid barrier
+costs a few microseconds. The kernel is compiled twice, uncapped for graphs
+below :data:`LARGE_ARCS` arcs (one block per SM: fewer blocks for each
 barrier to wait for) and capped at :data:`REPAIR_REGISTERS` registers for
-larger ones (more blocks per SM, three on an H100, to hide memory latency); see :func:`_launch`.
+larger ones (several blocks per SM, to hide memory latency); see :func:`_launch`.
 
 Work inside a step is balanced by arcs, not vertices: a vertex looking for
 support (an in-neighbour infected one frame earlier) first walks up to
@@ -42,7 +42,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import causal_cpu as KC
+from . import causal_cpu
 from .cuda_common import SHUFFLE, cuda, kernel, simulated
 
 # The simulator runs one Python thread per CUDA thread and a cooperative grid of one block.
@@ -50,23 +50,23 @@ THREADS = 32 if simulated() else 256
 # In-arcs a vertex walks alone before the grid finishes its search arc by arc.
 LIGHT_ARCS = 32
 # Graphs of at least LARGE_ARCS arcs run the cooperative kernel compiled with at most REPAIR_REGISTERS
-# registers, on every block that can be resident (3 per SM on an H100); smaller ones run it uncapped (255 registers,
+# registers, on every block that can be resident (several per SM); smaller ones run it uncapped (255 registers,
 # no spills), one block per SM, where the barriers cost less. See _launch.
 LARGE_ARCS = 1 << 24
 REPAIR_REGISTERS = 80
 
-support_cost = cuda.jit(device=True)(KC.support_cost_py)
-self_cost = cuda.jit(device=True)(KC.self_cost_py)
-observation_window_rule = cuda.jit(device=True)(KC.observation_window_py)
-within = cuda.jit(device=True)(KC.within_py)
-support_frame = cuda.jit(device=True)(KC.support_frame_py)
-self_frame = cuda.jit(device=True)(KC.self_frame_py)
-support_key = cuda.jit(device=True)(KC.support_key_py)
-better = cuda.jit(device=True)(KC.better_py)
+support_cost = cuda.jit(device=True)(causal_cpu.support_cost_py)
+self_cost = cuda.jit(device=True)(causal_cpu.self_cost_py)
+observation_window_rule = cuda.jit(device=True)(causal_cpu.observation_window_py)
+within = cuda.jit(device=True)(causal_cpu.within_py)
+support_frame = cuda.jit(device=True)(causal_cpu.support_frame_py)
+self_frame = cuda.jit(device=True)(causal_cpu.self_frame_py)
+support_key = cuda.jit(device=True)(causal_cpu.support_key_py)
+better = cuda.jit(device=True)(causal_cpu.better_py)
 
-KIND_SUPPORT = KC.KIND_SUPPORT
-KIND_SELF = KC.KIND_SELF
-KIND_NONE = KC.KIND_NONE
+KIND_SUPPORT = causal_cpu.KIND_SUPPORT
+KIND_SELF = causal_cpu.KIND_SELF
+KIND_NONE = causal_cpu.KIND_NONE
 NO_ID = np.iinfo(np.int32).max
 # hitting times and observation windows are packed two to an int32 (see _pack): T + 1 < 2**15
 PACK_BITS = 15
@@ -187,8 +187,8 @@ def _grid_scan(vals_a, vals_b, count, out_a, out_b, block_sums, sh, grid):
 def _append_index(ctl, slot, want):
     """The next free index of the list counted by ``ctl[slot]`` for a lane that appends (``want``), -1
     for one that does not, with one atomic per warp instead of one per lane: the counter is a single
-    address, and the 20.6M single-lane appends of the LiveJournal-sized supporter lists took ~20 ms on
-    an H100. Every lane that reaches the call must make it (the warp's active lanes vote together).
+    address, on which single lanes' atomics serialize (tens of millions of appends on a
+    LiveJournal-sized graph). Every lane that reaches the call must make it (the warp's active lanes vote together).
     Indices within a warp go by lane, which the list's readers do not see (lists are unordered)."""
     if not SHUFFLE:  # the simulator has no warp votes
         return cuda.atomic.add(ctl, slot, 1) if want else -1
@@ -366,8 +366,8 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
     sh = cuda.shared.array((2, THREADS), numba.int64)
     tid = cuda.grid(1)
     size = cuda.gridsize(1)
-    # the workspace comes as six arrays, one per element type (rows: see _run): a launch of the 50
-    # arrays one by one took ~0.8 ms of host time through Numba (H100 host, Web-Stanford-sized graph)
+    # the workspace comes as six arrays, one per element type (rows: see _run): Numba types and passes
+    # each argument of a launch on the host, which for 50 arrays costs more than a small graph's repair
     window, hits, heavy, bucket, viol = ws32[W_WINDOW], ws32[W_HITS], ws32[W_HEAVY], ws32[W_BUCKET], ws32[W_VIOL]
     choice_id, best_id, count = ws32[W_CHOICE_ID], ws32[W_BEST_ID], ws32[W_COUNT]
     proposed, rejected, round_list = ws32[W_PROPOSED], ws32[W_REJECTED], ws32[W_ROUND_LIST]
@@ -384,7 +384,7 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
     bucket_fill = small[C_SIZE + S_SIZE + T + 2:C_SIZE + S_SIZE + 2 * (T + 2)]
     block_sums = small[C_SIZE + S_SIZE + 2 * (T + 2):]
     n = t_inf.shape[0]
-    # the kernel sets up its own state (each host-side copy or upload cost ~0.2-0.5 ms on an H100)
+    # the kernel sets up its own state (each host-side copy or upload would cost a fraction of a millisecond)
     for u in range(tid, n, size):
         t_inf[u] = orig_inf[u]  # the same arrays when repairing in place
         t_rec[u] = orig_rec[u]
@@ -636,15 +636,17 @@ def _launch(args: tuple) -> None:
     least :data:`LARGE_ARCS` arcs, else :func:`_repair_per_sm` on one block per SM. The hitting times do
     not depend on either choice.
 
-    Measured on an H100 (repair alone): the uncapped kernel needs 255 registers, so only one block per
-    SM is resident; that was the fastest on the Web-Stanford- and Web-Google-sized graphs (5.1 and 6.8
-    ms), whose steps have little work each and whose grid barriers then wait for fewer blocks, while
-    the LiveJournal- and Orkut-sized graphs took 38.6 and 17.8 ms. Capped at 80 registers, on all 396
-    resident blocks (3 per SM): 29.8 and 12.4 ms, but 6.2 and 8.8 ms on the small graphs.
+    The uncapped kernel needs 255 registers, so only one block per SM is
+    resident; that is the faster on small graphs (Web-Stanford- and
+    Web-Google-sized), whose steps have little work each and whose grid
+    barriers then wait for fewer blocks. Capped at 80 registers, on every
+    resident block (several per SM), it is the faster on large graphs
+    (LiveJournal- and Orkut-sized), whose steps hide memory latency with the
+    extra blocks. docs/benchmarks.md has the times.
 
     The specialized kernels and their grid sizes are kept per device and argument kinds (specializing
-    types every argument again, ~0.5-1 ms per call on an H100 host); both are specialized together, so
-    that a warm-up on a tiny graph also compiles the one for large graphs."""
+    types every argument again, about a millisecond a call on the host); both are specialized together,
+    so that a warm-up on a tiny graph also compiles the one for large graphs."""
     if simulated():
         _repair[1, THREADS](*args)
         return
@@ -694,8 +696,8 @@ class _Workspace:
         size = int(np.prod(shape)) * dtype.itemsize
         if simulated():  # the simulator's arrays are numpy arrays underneath
             return self.buffer[offset:offset + size].view(dtype).reshape(shape)
-        # built directly on a child pointer: slicing and re-viewing a device array twice per piece
-        # cost ~1.5 ms for the ~40 pieces (H100 host, Web-Stanford-sized graph)
+        # built directly on a child pointer: slicing and re-viewing a device array twice per piece costs
+        # host time in Numba for each of the ~40 pieces, more than a small graph's repair
         from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
         strides = tuple(int(np.prod(shape[k + 1:])) * dtype.itemsize for k in range(len(shape)))
@@ -720,7 +722,7 @@ def _run(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_in
         ((C_SIZE + S_SIZE + 2 * (T + 2) + blocks_cap,), np.int64),  # ctl, stats, bucket_ptr, bucket_fill, block_sums
     ]).arrays
     args = (indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_inf, t_rec, int(T),
-            int(KC.UNANIMOUS_ROUNDS), int(light_arcs), bool(census_only), ws32, ws64, wsf64, ws8, arc32, small)
+            int(causal_cpu.UNANIMOUS_ROUNDS), int(light_arcs), bool(census_only), ws32, ws64, wsf64, ws8, arc32, small)
     _launch(args)
     head = small[:C_SIZE + S_SIZE].copy_to_host()  # one download for both
     return head[:C_SIZE], head[C_SIZE:]
@@ -763,4 +765,4 @@ def causal_repair_device(prep, gamma, t_inf, t_rec, T: int) -> tuple:
     ctl, stats = _run(prep.indptr, prep.indices, gamma, prep.obs_times, prep.obs_states, t_inf, t_rec, out_inf,
                       out_rec, T, False, LIGHT_ARCS)
     before, after = _census_counts(ctl, stats)
-    return out_inf, out_rec, KC.summary(before, after, stats, int(ctl[C_MOVED]))
+    return out_inf, out_rec, causal_cpu.summary(before, after, stats, int(ctl[C_MOVED]))

@@ -3,7 +3,7 @@
 Importing this module first makes numba-cuda usable under NumPy >= 2.5
 (:mod:`battus.kernels.cuda_compat`). Reductions use shared memory and
 ``syncthreads`` under the CUDA simulator, which has no warp shuffles; on a
-GPU warps reduce with shuffles (checked against the thread-per-vertex kernel
+GPU warps reduce with shuffles (checked against the CPU backend
 by tests/test_gpu.py).
 """
 

@@ -16,21 +16,21 @@ _LOG_FLOOR = 1e-300
 
 
 @numba.njit(parallel=True, cache=True)
-def _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_r, keep, keep_next, skip_absorbed):
+def _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_r, keep, keep_next):
     # Vertex x candidate layout. ``keep[v, c] = 1 - beta_i[c] * f_i[v, c]`` is
     # formed once per vertex and step, so the arc loop is a pure product over
     # contiguous rows (the same float64 operations as forming it per arc, so
     # the result is bit-identical). Neighbours read only ``keep``; each vertex
     # advances its own marginals in place and writes its next factor to a
     # second buffer, so no thread reads a value another already advanced.
-    # With ``skip_absorbed`` a vertex with f_S = 0 for every candidate (reset to an observed I or R,
-    # or underflowed) skips its arcs: its product rho in [0, 1] only meets f_S in f_S * (1 - rho)
-    # and f_S * rho, both +0.0 for any such rho, so rho = 1 gives the same bits.
+    # A vertex with f_S = 0 for every candidate (reset to an observed I or R, or underflowed)
+    # skips its arcs: its product rho in [0, 1] only meets f_S in f_S * (1 - rho) and f_S * rho,
+    # both +0.0 for any such rho, so rho = 1 gives the same bits.
     n = indptr.shape[0] - 1
     n_cand = beta_i.shape[0]
     for u in prange(n):
         acc = keep_next[u]  # reuse the output row as the product accumulator
-        susceptible = not skip_absorbed
+        susceptible = False
         for c in range(n_cand):
             acc[c] = 1.0
             susceptible = susceptible or f_s[u, c] != 0.0
@@ -76,12 +76,12 @@ def _batch_score_and_reset(states, f_s, f_i, f_r, out_ll):
 
 
 @numba.njit(cache=True)
-def segmented_loglik(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states, skip_absorbed=True):
+def segmented_loglik(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_states):
     """Eq. 4 for a batch of candidates (vertex x candidate layout), unnormalised.
 
     Returns the sum over observed frames and vertices of log f^{y}_{t,u};
     after each observed frame is scored the marginals are reset to it.
-    ``skip_absorbed``: vertices without susceptible mass skip their arcs (:func:`_batch_step`;
+    Vertices without susceptible mass skip their arcs (:func:`_batch_step`;
     the same values bit for bit).
     """
     n = indptr.shape[0] - 1
@@ -103,6 +103,6 @@ def segmented_loglik(indptr, indices, prior, beta_i, beta_r, T, obs_index, obs_s
             break
         if t == 0 or obs_index[t] >= 0:  # marginals were (re)set: rebuild the factors
             _batch_keep(beta_i, f_i, keep)
-        _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_r, keep, keep_next, skip_absorbed)
+        _batch_step(indptr, indices, beta_i, beta_r, f_s, f_i, f_r, keep, keep_next)
         keep, keep_next = keep_next, keep
     return ll

@@ -13,12 +13,17 @@ candidate, formed once per vertex and step by whichever kernel last set
 arc: the same values, so the sums are unchanged bit for bit. Every
 candidate's arithmetic (its arcs in CSR order, its split partials in slot
 order, its score summed over the same rows and blocks) is independent of
-``L``, so a candidate's value is bit-identical whatever group width holds it. The search itself (grid, refinement,
-arg-max) is driven once for both backends by :func:`battus.fit.fit_rates`;
-:meth:`battus.backends.cuda.CUDABackend.best_candidate` evaluates a round in
+``L``, so a candidate's value is bit-identical whatever group width holds it.
+The search itself (grid, refinement, arg-max) is driven once for both backends by :func:`battus.fit.fit_rates`;
+the CUDA backend (:mod:`battus.backends.cuda.rounds`) evaluates a round in
 float32 and re-scores the best :data:`POLISH` candidates in float64, so
 near-ties of the final rounds (relative gaps down to 2e-8 on heb-sir) resolve
 exactly as in the float64 CPU backend.
+
+A step gathers with one device function, :func:`_gather`, whichever kernel
+runs it: one group (:func:`batch_pressure`), a group pair sharing its index
+reads (:func:`batch_pressure_pair`), or a group pair with two lanes per
+thread (:func:`batch_pressure_pair_two_lanes`).
 """
 
 from __future__ import annotations
@@ -27,14 +32,16 @@ import math
 
 import numpy as np
 
-from .cuda_common import BLOCK, WARP, cuda, kernel, tree_sum
+from .cuda_common import BLOCK, WARP, cuda, kernel, simulated, tree_sum
 
 POLISH = 8  # candidates of each fitting round re-scored in float64
 # Group width of float64 passes of at most POLISH candidates: 8 lanes (64-byte rows) on a GPU
 # instead of 32 (256-byte rows, 24 of them idle); 2 under the simulator (WARP = 8 there), so that
 # CI runs several groups per warp too.
 NARROW = max(1, WARP // 4)
-SCORE_BLOCKS = 264  # fixed block count of the score reduction (2 per H100 SM)
+# Fixed block count of the score reduction (two blocks per SM of an H100): the sums' order is the same
+# run to run. 2 under the simulator, where every thread of a block is a Python thread.
+SCORE_BLOCKS = 2 if simulated() else 264
 _LOG_FLOOR = 1e-300
 
 
@@ -42,99 +49,84 @@ _LOG_FLOOR = 1e-300
 def _term(beta, fi):
     """log1p(-beta * fI) of a vertex for one candidate's rate ``beta``, in the state's precision:
     the value every neighbour of the vertex adds to its log-pressure (the element types make it a
-    float32 log1p for float32 state and a float64 one for float64 state, exactly as when it was
-    formed per arc)."""
+    float32 log1p for float32 state and a float64 one for float64 state)."""
     return math.log1p(-beta * fi)
 
 
 @cuda.jit(device=True)
-def _log_sum_lane(indices, terms, g, lane, lo, hi):
-    """Sum over arcs lo..hi-1 of the sources' terms for one candidate lane, float64, in CSR order.
+def _gather(indices, terms, g, h, col, lo, hi, pair):
+    """Sums over arcs lo..hi-1 of the sources' terms ``terms[group, source, col]`` in CSR order:
+    of group g, and with ``pair`` of group h too (else the second sum stays 0).
 
-    Eight 128-byte rows in flight per warp, then a plain remainder loop (a
-    masked 8-wide tail made the Orkut-sized SIR fit 11% slower on an H100:
-    27.1 s against 24.3 s).
+    Each sum is float64, or complex128 where the terms are viewed as complex pairs of lanes
+    (:func:`batch_pressure_pair_two_lanes`: the real and imaginary parts add separately, each
+    lane's sum as one lane's), so every kernel variant adds a candidate's terms in the same
+    order and its sums are the same bit for bit. Eight rows are in flight per round: four arcs'
+    rows of both groups, or eight arcs' of the one group. The last arcs of a pair, 1 to 3, go
+    together (their index reads in flight at once, a missing arc adding 0.0, which leaves a sum
+    as it is: it starts at +0.0 and adds terms <= 0, so it is never -0.0); those of one group go
+    one at a time (masked reads of up to seven arcs cost more than they hide).
     """
-    acc = 0.0
+    zero = terms.dtype.type(0.0)
+    sum_g = 0.0 + zero
+    sum_h = 0.0 + zero
     e = lo
-    while e + 7 < hi:
-        x0 = terms[g, indices[e], lane]
-        x1 = terms[g, indices[e + 1], lane]
-        x2 = terms[g, indices[e + 2], lane]
-        x3 = terms[g, indices[e + 3], lane]
-        x4 = terms[g, indices[e + 4], lane]
-        x5 = terms[g, indices[e + 5], lane]
-        x6 = terms[g, indices[e + 6], lane]
-        x7 = terms[g, indices[e + 7], lane]
-        acc += x0
-        acc += x1
-        acc += x2
-        acc += x3
-        acc += x4
-        acc += x5
-        acc += x6
-        acc += x7
-        e += 8
-    while e < hi:
-        acc += terms[g, indices[e], lane]
-        e += 1
-    return acc
-
-
-@cuda.jit(device=True)
-def _log_sum_lane_pair(indices, terms, g, h, lane, lo, hi):
-    """_log_sum_lane for groups g and h at once: one index read serves both candidate rows.
-
-    Each sum still adds its arcs in CSR order, so both equal _log_sum_lane's bit for bit.
-    """
-    acc0 = 0.0
-    acc1 = 0.0
-    e = lo
-    while e + 3 < hi:
+    step = 4 if pair else 8
+    while e + step - 1 < hi:
         i0 = indices[e]
         i1 = indices[e + 1]
         i2 = indices[e + 2]
         i3 = indices[e + 3]
-        x0 = terms[g, i0, lane]
-        y0 = terms[h, i0, lane]
-        x1 = terms[g, i1, lane]
-        y1 = terms[h, i1, lane]
-        x2 = terms[g, i2, lane]
-        y2 = terms[h, i2, lane]
-        x3 = terms[g, i3, lane]
-        y3 = terms[h, i3, lane]
-        acc0 += x0
-        acc0 += x1
-        acc0 += x2
-        acc0 += x3
-        acc1 += y0
-        acc1 += y1
-        acc1 += y2
-        acc1 += y3
-        e += 4
-    # the last 1-3 arcs together: their index reads in flight at once, then their rows, added in CSR
-    # order as before (a missing arc adds 0.0, which leaves the sum as it is: it starts at +0.0 and
-    # adds terms <= 0, so it is never -0.0). One arc at a time, each a chain of two dependent reads,
-    # the SIR fit took 4.545-4.561 s LiveJournal-sized and 5.765-5.768 s Orkut-sized, against
-    # 4.525-4.527 and 5.705-5.708 s (H100, 2026-11-28)
+        if pair:  # the round's other four rows: the same arcs in group h
+            k, j0, j1, j2, j3 = h, i0, i1, i2, i3
+        else:  # the next four arcs in group g
+            k, j0, j1, j2, j3 = g, indices[e + 4], indices[e + 5], indices[e + 6], indices[e + 7]
+        x0 = terms[g, i0, col]
+        y0 = terms[k, j0, col]
+        x1 = terms[g, i1, col]
+        y1 = terms[k, j1, col]
+        x2 = terms[g, i2, col]
+        y2 = terms[k, j2, col]
+        x3 = terms[g, i3, col]
+        y3 = terms[k, j3, col]
+        sum_g += x0
+        sum_g += x1
+        sum_g += x2
+        sum_g += x3
+        if pair:
+            sum_h += y0
+            sum_h += y1
+            sum_h += y2
+            sum_h += y3
+        else:
+            sum_g += y0
+            sum_g += y1
+            sum_g += y2
+            sum_g += y3
+        e += step
+    if not pair:
+        while e < hi:
+            sum_g += terms[g, indices[e], col]
+            e += 1
+        return sum_g, sum_h
     rest = hi - e
     if rest > 0:
         i0 = indices[e]
         i1 = indices[e + 1] if rest > 1 else 0
         i2 = indices[e + 2] if rest > 2 else 0
-        x0 = terms[g, i0, lane]
-        y0 = terms[h, i0, lane]
-        x1 = terms[g, i1, lane] if rest > 1 else 0.0
-        y1 = terms[h, i1, lane] if rest > 1 else 0.0
-        x2 = terms[g, i2, lane] if rest > 2 else 0.0
-        y2 = terms[h, i2, lane] if rest > 2 else 0.0
-        acc0 += x0
-        acc0 += x1
-        acc0 += x2
-        acc1 += y0
-        acc1 += y1
-        acc1 += y2
-    return acc0, acc1
+        x0 = terms[g, i0, col]
+        y0 = terms[h, i0, col]
+        x1 = terms[g, i1, col] if rest > 1 else zero
+        y1 = terms[h, i1, col] if rest > 1 else zero
+        x2 = terms[g, i2, col] if rest > 2 else zero
+        y2 = terms[h, i2, col] if rest > 2 else zero
+        sum_g += x0
+        sum_g += x1
+        sum_g += x2
+        sum_h += y0
+        sum_h += y1
+        sum_h += y2
+    return sum_g, sum_h
 
 
 @cuda.jit
@@ -154,10 +146,9 @@ def batch_fill(prior, beta_gather, c0, n_cand, f_s, f_i, f_r, terms):
 
 
 @cuda.jit(device=True)
-def _absorbed(f_s, g, u, lane, check):
+def _absorbed(f_s, g, u, lane):
     """Whether vertex u has no susceptible mass left for candidate lane (f_S = 0: reset to an
-    observed I or R, or underflowed under a high rate), so that its gathers can be skipped;
-    ``check`` 0 turns the look off.
+    observed I or R, or underflowed under a high rate), so that its gathers can be skipped.
 
     Its log-pressure L only ever meets f_S = 0 in :func:`_advance_candidate`,
     where f_S * exp(L) = 0 and f_I + f_S * -expm1(L) = f_I for every L that
@@ -166,11 +157,12 @@ def _absorbed(f_s, g, u, lane, check):
     1 meeting an f_I rounded above 1). After a reset only the vertices
     observed S there gather: on the Orkut-sized SI benchmark every vertex is
     infected at frame 20, so the second half of each pass gathers nothing.
-    The look costs about 3% of a step where nothing is absorbed (one
-    float32 step, H100: 14.8 -> 15.2 ms LiveJournal-sized, 24.0 -> 24.5 ms
-    Orkut-sized).
+    Looking from a pass's first step on, not only after a reset, also
+    catches the candidates whose f_S underflows. The look costs a few per
+    cent of a step where nothing is absorbed (``benchmarks/gpu_kernels.py``
+    times it).
     """
-    return check != 0 and f_s[g, u, lane] == 0.0
+    return f_s[g, u, lane] == 0.0
 
 
 @cuda.jit(device=True)
@@ -209,26 +201,25 @@ def _advance_loaded(fs_cell, fi_cell, fr_cell, f_s, f_i, f_r, terms_next, beta_g
 
 @cuda.jit(device=True)
 def _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c, log_rho, br):
-    """:func:`_advance_loaded` on u's marginals, all three read before any store (the form timed in
-    the comment above :func:`batch_pressure_pair`)."""
+    """:func:`_advance_loaded` on u's marginals, all three read before any store (after the gathers:
+    read before them, they would hold registers through the whole arc loop)."""
     _advance_loaded(f_s[g, u, lane], f_i[g, u, lane], f_r[g, u, lane], f_s, f_i, f_r, terms_next,
                     beta_gather, g, u, lane, c, log_rho, br)
 
 
 @cuda.jit
 def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, terms_cur, terms_next,
-                    f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial, g0, check):
+                    f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial, g0):
     """``L`` consecutive threads = work item (vertex, arc range) of one group; lane = candidate.
 
     Neighbours' terms ``log1p(-beta * fI)`` are formed once per vertex and
     step (by the step that advanced it, :func:`batch_fill` or
     :func:`batch_score_reset`) rather than once per arc: the same values,
-    added in the same order, so every sum is unchanged bit for bit, and a
-    float32 Orkut-sized step of one group took 12.2 ms instead of 17.9 on an
-    H100. Whole-vertex items advance that vertex at once; split items leave
-    a float64 partial for :func:`batch_finish_split`. Groups from ``g0`` on.
-    With ``check`` set, a vertex without susceptible mass gathers nothing
-    (:func:`_absorbed`).
+    added in the same order, so every sum is unchanged bit for bit, for one
+    ``log1p`` a vertex instead of one an arc. Whole-vertex items advance that
+    vertex at once; split items leave a float64 partial for
+    :func:`batch_finish_split`. Groups from ``g0`` on. A vertex without
+    susceptible mass gathers nothing (:func:`_absorbed`).
     """
     g = g0 + cuda.blockIdx.y
     tid = cuda.threadIdx.x
@@ -242,8 +233,8 @@ def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, terms_
         return
     u = item_vertex[item]
     acc = 0.0
-    if not _absorbed(f_s, g, u, lane, check):
-        acc = _log_sum_lane(indices, terms_cur, g, lane, item_start[item], item_end[item])
+    if not _absorbed(f_s, g, u, lane):
+        acc, _ = _gather(indices, terms_cur, g, g, lane, item_start[item], item_end[item], False)
     slot = item_slot[item]
     if slot >= 0:
         partial[slot, g, lane] = acc
@@ -251,12 +242,11 @@ def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, terms_
     _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c0 + c, acc, beta_r[c0 + c])
 
 
-# 72 registers uncapped; 64 made a 2-group Orkut-sized step 33.6 -> 30.3 ms (H100). Since u's term is
-# formed in a register, a LiveJournal-sized SIR fit takes 4.53-4.57 s capped at 64, 4.65 s at 56, 5.20 s at
-# 48 and 5.17 s uncapped; loading u's f_S and f_I before its gathers made it 4.81 s (H100, 2026-11-28).
+# Capped at 64 registers (72 uncapped): more threads resident hide more of the gathers' latency, and
+# fewer registers spill (benchmarks/gpu_kernels.py times the caps).
 @kernel(max_registers=64)
 def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, terms_cur, terms_next,
-                         f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial, check):
+                         f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial):
     """batch_pressure for the group pair (2 y, 2 y + 1), y = blockIdx.y: the pair's first group is
     full; lanes of the second past ``n_cand`` (state never advanced) re-read the first group's row
     and write nothing."""
@@ -274,8 +264,8 @@ def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, t
     u = item_vertex[item]
     acc0 = 0.0
     acc1 = 0.0
-    if not (_absorbed(f_s, g, u, lane, check) and _absorbed(f_s, h, u, lane, check)):
-        acc0, acc1 = _log_sum_lane_pair(indices, terms_cur, g, h, lane, item_start[item], item_end[item])
+    if not (_absorbed(f_s, g, u, lane) and _absorbed(f_s, h, u, lane)):
+        acc0, acc1 = _gather(indices, terms_cur, g, h, lane, item_start[item], item_end[item], True)
     slot = item_slot[item]
     if slot >= 0:
         partial[slot, g, lane] = acc0
@@ -288,88 +278,21 @@ def batch_pressure_pair(indices, item_vertex, item_start, item_end, item_slot, t
                            beta_r[c0 + d])
 
 
-@cuda.jit(device=True)
-def _log_sum_two_lanes_pair(indices, terms2, g, h, k, lo, hi):
-    """_log_sum_lane_pair for lanes 2k and 2k + 1 of groups g and h. ``terms2`` is the terms viewed as
-    complex numbers, lane 2k the real part and lane 2k + 1 the imaginary one: one element is both
-    lanes' values, bit for bit. Each of the four sums adds its arcs in CSR order, as _log_sum_lane's
-    (the last 1-3 arcs together, as in _log_sum_lane_pair)."""
-    a0 = 0.0
-    a1 = 0.0
-    b0 = 0.0
-    b1 = 0.0
-    e = lo
-    while e + 3 < hi:
-        i0 = indices[e]
-        i1 = indices[e + 1]
-        i2 = indices[e + 2]
-        i3 = indices[e + 3]
-        x0 = terms2[g, i0, k]
-        y0 = terms2[h, i0, k]
-        x1 = terms2[g, i1, k]
-        y1 = terms2[h, i1, k]
-        x2 = terms2[g, i2, k]
-        y2 = terms2[h, i2, k]
-        x3 = terms2[g, i3, k]
-        y3 = terms2[h, i3, k]
-        a0 += x0.real
-        a0 += x1.real
-        a0 += x2.real
-        a0 += x3.real
-        a1 += x0.imag
-        a1 += x1.imag
-        a1 += x2.imag
-        a1 += x3.imag
-        b0 += y0.real
-        b0 += y1.real
-        b0 += y2.real
-        b0 += y3.real
-        b1 += y0.imag
-        b1 += y1.imag
-        b1 += y2.imag
-        b1 += y3.imag
-        e += 4
-    rest = hi - e
-    if rest > 0:
-        zero = terms2.dtype.type(0.0)
-        i0 = indices[e]
-        i1 = indices[e + 1] if rest > 1 else 0
-        i2 = indices[e + 2] if rest > 2 else 0
-        x0 = terms2[g, i0, k]
-        y0 = terms2[h, i0, k]
-        x1 = terms2[g, i1, k] if rest > 1 else zero
-        y1 = terms2[h, i1, k] if rest > 1 else zero
-        x2 = terms2[g, i2, k] if rest > 2 else zero
-        y2 = terms2[h, i2, k] if rest > 2 else zero
-        a0 += x0.real
-        a0 += x1.real
-        a0 += x2.real
-        a1 += x0.imag
-        a1 += x1.imag
-        a1 += x2.imag
-        b0 += y0.real
-        b0 += y1.real
-        b0 += y2.real
-        b1 += y0.imag
-        b1 += y1.imag
-        b1 += y2.imag
-    return a0, a1, b0, b1
-
-
 @kernel(max_registers=80)
 def batch_pressure_pair_two_lanes(indices, item_vertex, item_start, item_end, item_slot, terms2_cur, terms_next,
-                                  f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial, check):
+                                  f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial):
     """batch_pressure_pair with two adjacent lanes per thread (``terms2_cur``: the current terms
-    viewed as complex pairs of lanes, :func:`_log_sum_two_lanes_pair`): ``L / 2`` threads hold a
-    work item, so a warp works on two items at once, twice the independent chains of dependent
-    reads (index, then row) per warp. A thread skips its gathers only when its two lanes are
-    absorbed in both groups (:func:`_absorbed`; the values are the same either way).
+    viewed as complex pairs of lanes, which :func:`_gather` sums as complex numbers, each part one
+    lane's sum): ``L / 2`` threads hold a work item, so a warp works on two items at once, twice
+    the independent chains of dependent reads (index, then row) per warp. A thread skips its
+    gathers only when its two lanes are absorbed in both groups (:func:`_absorbed`; the values are
+    the same either way).
 
-    For graphs of short work items (:attr:`battus.backends.cuda.CUDABackend.two_lane_max_arcs`):
-    on one H200, a LiveJournal-sized SIR fit (14 arcs per item) took 3.88-3.90 s against
-    4.10-4.15 s with one lane per thread, but an Orkut-sized one (76 arcs per item) 5.99-6.08 s
-    against 5.00-5.07 s (2026-11-28). 80 registers: capped at 64 the LiveJournal-sized fit took
-    4.25 s, at 96 4.77 s. Lanes k and k + L / 2 per thread instead of 2k and 2k + 1: 4.72 s.
+    For graphs of short work items, where a warp of one item per L threads waits on its reads;
+    on long items the two lanes' extra registers cost more than the second chain gains
+    (:attr:`battus.backends.cuda.settings.CUDASettings.two_lane_max_arcs` picks the kernel).
+    Capped at 80 registers, the cap that ran fastest. Lanes 2k and 2k + 1 per thread, so that one
+    complex element holds both.
     """
     g = 2 * cuda.blockIdx.y
     tid = cuda.threadIdx.x
@@ -390,9 +313,10 @@ def batch_pressure_pair_two_lanes(indices, item_vertex, item_start, item_end, it
     a1 = 0.0
     b0 = 0.0
     b1 = 0.0
-    if not (_absorbed(f_s, g, u, lane, check) and _absorbed(f_s, g, u, lane + 1, check)
-            and _absorbed(f_s, h, u, lane, check) and _absorbed(f_s, h, u, lane + 1, check)):
-        a0, a1, b0, b1 = _log_sum_two_lanes_pair(indices, terms2_cur, g, h, k, item_start[item], item_end[item])
+    if not (_absorbed(f_s, g, u, lane) and _absorbed(f_s, g, u, lane + 1)
+            and _absorbed(f_s, h, u, lane) and _absorbed(f_s, h, u, lane + 1)):
+        sum_g, sum_h = _gather(indices, terms2_cur, g, h, k, item_start[item], item_end[item], True)
+        a0, a1, b0, b1 = sum_g.real, sum_g.imag, sum_h.real, sum_h.imag
     slot = item_slot[item]
     if slot >= 0:
         partial[slot, g, lane] = a0
@@ -433,7 +357,7 @@ def batch_finish_split(split_vertex, split_ptr, partial, terms_next, f_s, f_i, f
 def batch_advance_held(held_rows, f_s, f_i, f_r, terms_next, beta_gather, beta_r, c0, n_cand):
     """One step of the vertices a reset left infected (``held_rows``: their state rows, in gather
     order), whose work items a compact step leaves out
-    (:meth:`battus.backends.cuda.CUDABackend._compact_layout`).
+    (:func:`battus.backends.cuda.layout.compact_items`).
 
     Their f_S is the reset's 0.0 in every lane, so their gathers would be skipped
     (:func:`_absorbed`) and they advance with L = 0, as here: f_S = 0.0 is passed, not read.
@@ -451,19 +375,16 @@ def batch_advance_held(held_rows, f_s, f_i, f_r, terms_next, beta_gather, beta_r
 
 
 @cuda.jit
-def batch_score_reset(obs_states, rows, piece_lanes, gather_id, f_s, f_i, f_r, terms, terms_next, beta_gather, c0,
-                      n_cand, block_ll):
+def batch_score_reset(obs_states, snapshot, gather_id, f_s, f_i, f_r, terms, terms_next, beta_gather, c0, n_cand,
+                      block_ll):
     """log f^{y}_u summed over vertices per candidate, then reset to the observation (and the
     vertex's term to the reset marginal's, in both term buffers: a vertex reset to R keeps it, and a
     compact step, which leaves such vertices out, does not write it again).
 
-    Lane ``lane`` scores against snapshot ``rows[lane // piece_lanes]`` of
-    ``obs_states``: one row for every lane, or, in a folded pass (pieces of
-    the pass side by side in the lanes, :meth:`battus.backends.cuda.CUDABackend._evaluate_folded`),
-    one row per piece; a row of -1 leaves that piece's lanes as they are and
-    scores 0. Block = L lanes x (blockDim / L) rows with a fixed number of
-    blocks and a fixed shared-memory tree, so the float64 sums are identical
-    run to run (and, with the same rows per block, for every group width L).
+    Every lane scores against row ``snapshot`` of ``obs_states``. Block = L
+    lanes x (blockDim / L) rows with a fixed number of blocks and a fixed
+    shared-memory tree, so the float64 sums are identical run to run (and,
+    with the same rows per block, for every group width L).
     """
     sm = cuda.shared.array(BLOCK, dtype=np.float64)
     g = cuda.blockIdx.y
@@ -474,9 +395,8 @@ def batch_score_reset(obs_states, rows, piece_lanes, gather_id, f_s, f_i, f_r, t
     row = tid // lanes
     c = g * lanes + lane
     n = f_s.shape[1]
-    snapshot = rows[lane // piece_lanes]
     acc = 0.0
-    if c < n_cand and snapshot >= 0:
+    if c < n_cand:
         u = cuda.blockIdx.x * rows_per_block + row
         stride = cuda.gridDim.x * rows_per_block
         while u < n:

@@ -9,14 +9,13 @@ small-probability cases a float32 running product loses (relative error up
 to 1 for d=50, beta*fI <= 1e-9). ``fastmath`` stays off everywhere (NVVM still
 contracts a*b+c into FMA, a rounding-level difference to the CPU).
 
-Pressure kernels are degree-binned (bins built once per problem in
-:meth:`battus.backends.cuda.CUDABackend.prepare`, outside the timed interval):
+The pressure kernel is degree-binned (bins built once per problem by
+:func:`battus.backends.cuda.layout.build_bins`, outside the timed interval;
+:class:`battus.backends.cuda.settings.CUDASettings` holds the thresholds):
 in-degree below ``warp_min_degree`` one thread per vertex, up to
 ``hub_min_degree`` one warp per vertex, larger vertices split into chunks of
 ``hub_chunk`` arcs per block whose float64 partial sums are added in a fixed
 order by :func:`finish_hubs`, so results are deterministic run to run.
-``kernel="thread"`` selects the plain thread-per-vertex kernel, the reference
-the binned one is tested against on a real GPU.
 
 Forward-backward, decoding and projection are the rules of
 :mod:`battus.kernels.vertex_rules` compiled as device functions, one thread per vertex.
@@ -55,19 +54,6 @@ def fill_state(prior_s, prior_i, f_s, f_i):
     if u < f_s.shape[0]:
         f_s[u] = prior_s
         f_i[u] = prior_i
-
-
-@cuda.jit
-def pressure_thread(indptr, indices, f_i, beta_i, log_rho, pinned, pinning):
-    """Reference kernel: one thread per vertex, whatever its degree."""
-    u = cuda.grid(1)
-    if u >= log_rho.shape[0]:
-        return
-    acc = 0.0
-    if not (pinning and pinned[u] != 0):
-        for e in range(indptr[u], indptr[u + 1]):
-            acc += math.log1p(-beta_i * f_i[indices[e]])
-    log_rho[u] = acc
 
 
 @cuda.jit(device=True)
@@ -206,7 +192,7 @@ def mean_field_update(log_rho, beta_r, f_s, f_i, gather_id, obs_row, reset):
     u = cuda.grid(1)
     if u >= f_s.shape[0]:
         return
-    w = gather_id[u]  # f_i is stored in gather order (see CUDABackend.prepare)
+    w = gather_id[u]  # f_i is stored in gather order (battus.backends.cuda.layout.gather_order)
     if reset:
         s = obs_row[u]
         fs = 1.0 if s == 0 else 0.0
