@@ -49,10 +49,10 @@ def _hash(*arrays) -> str:
 
 
 def _backend(kwargs: dict):
-    from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda import CUDABackend, CUDASettings
     from battus.warmup import warm_up
 
-    backend = CUDABackend(**kwargs)
+    backend = CUDABackend(CUDASettings.from_dict(kwargs))
     warm_up(backend)
     return backend
 
@@ -108,17 +108,17 @@ def time_mode(args) -> dict:
             be.synchronize()
             samples = []
             for _ in range(args.repeats):
-                be.reset_peak()
+                be.memory.reset_peak()
                 t0 = time.perf_counter()
                 beta_i, beta_r, trace = fit_rates(be, prep, problem)
                 be.synchronize()
                 samples.append(time.perf_counter() - t0)
             row = {"preset": preset, "model": model, "variant": name, "seconds": samples,
                    "beta": [beta_i, beta_r], "objectives": [float(r["objective"]).hex() for r in trace],
-                   "peak_device_bytes": be.peak_bytes}
+                   "peak_device_bytes": be.memory.peak_bytes}
             out["rows"].append(row)
             print(f"  {preset} {model} {name:10s} fit {min(samples):8.3f} s (of {len(samples)})  "
-                  f"beta ({beta_i:.6g}, {beta_r:.6g})  peak {be.peak_bytes / 2**30:.2f} GiB  "
+                  f"beta ({beta_i:.6g}, {beta_r:.6g})  peak {be.memory.peak_bytes / 2**30:.2f} GiB  "
                   f"objective {trace[-1]['objective']!r}", flush=True)
             del prep
     return out
@@ -239,8 +239,8 @@ def main(argv=None) -> int:
     ap.add_argument("--presets", nargs="+", default=["livejournal", "orkut"])
     ap.add_argument("--models", nargs="+", default=["si", "sir"])
     ap.add_argument("--variant", nargs=2, action="append", metavar=("NAME", "KWARGS_JSON"),
-                    help="a CUDABackend configuration (repeatable); default: the defaults")
-    ap.add_argument("--backend-kwargs", default="{}", help="digest mode: CUDABackend keyword arguments")
+                    help="CUDASettings values as JSON (repeatable); default: the defaults")
+    ap.add_argument("--backend-kwargs", default="{}", help="digest mode: CUDASettings values as JSON")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--json", default=None)

@@ -7,8 +7,9 @@ For each preset (synthetic SNAP-sized graph of :data:`battus.synth.SCALE_PRESETS
   (register cap, L1/shared carveout); each variant's log-pressures must equal
   the default kernel's bit for bit;
 * one fitting step of a 64-candidate float32 pass (two groups of 32):
-  ``batch_pressure`` per group, the pair kernel (one index read for both
-  groups), and compile-option variants; the advanced state must be identical.
+  ``batch_pressure`` per group, the pair kernels (one index read for both
+  groups; one or two lanes per thread), and compile-option variants; the
+  advanced state must be identical.
 
 Median of ``--repeats`` launches timed with CUDA events, after a warm-up.
 
@@ -71,7 +72,7 @@ def pull_step(graph, repeats: int, log) -> list:
     from numba import cuda
 
     from battus.backends.cuda import CUDABackend
-    from battus.kernels import infer_cuda as K
+    from battus.kernels import infer_cuda
     from battus.problem import Observations, Problem
 
     n = graph.n
@@ -87,7 +88,7 @@ def pull_step(graph, repeats: int, log) -> list:
     ref = None
     rows = []
     for name, options in VARIANTS.items():
-        kern = _compile(K.pressure_binned, options)
+        kern = _compile(infer_cuda.pressure_binned, options)
         out = cuda.device_array(n, dtype=np.float32)
 
         def launch(kern=kern, out=out):
@@ -95,8 +96,8 @@ def pull_step(graph, repeats: int, log) -> list:
                             b["warp_verts"], b["hub_start"], b["hub_end"], b["hub_vertex"], b["partial"],
                             b["n_thread_blocks"], b["n_warp_blocks"], prep.obs_states[0], False)
             if b["n_hubs"]:
-                K.finish_hubs[max(1, -(-b["n_hubs"] // tpb)), tpb](b["hub_verts"], b["hub_ptr"],
-                                                                    b["partial"], out)
+                infer_cuda.finish_hubs[max(1, -(-b["n_hubs"] // tpb)), tpb](b["hub_verts"], b["hub_ptr"],
+                                                                             b["partial"], out)
 
         ms = _timed(launch, repeats)
         host = out.copy_to_host()
@@ -113,7 +114,7 @@ def fit_step(graph, repeats: int, log, compile_variants: bool = True) -> list:
     from numba import cuda
 
     from battus.backends.cuda import CUDABackend
-    from battus.kernels import fit_cuda as KF
+    from battus.kernels import fit_cuda
     from battus.kernels.cuda_common import WARP
     from battus.problem import Observations, Problem
 
@@ -137,24 +138,26 @@ def fit_step(graph, repeats: int, log, compile_variants: bool = True) -> list:
     partial = cuda.device_array((max(1, it["n_slots"]), groups, WARP), dtype=np.float64)
     tpb = be.threads
     nblk = -(-it["n_items"] // (tpb // WARP))
-    # check = 1: every vertex looks at its f_S first (a pass after a reset, fit_cuda._absorbed); none
-    # is absorbed in this state, so those rows time the look alone
-    variants = [("single", KF.batch_pressure, None, 0), ("single-check", KF.batch_pressure, None, 1),
-                ("pair", KF.batch_pressure_pair, None, 0), ("pair-check", KF.batch_pressure_pair, None, 1)]
+    # every vertex looks at its f_S before gathering (fit_cuda._absorbed); none is absorbed in this
+    # state, so every row gathers every arc
+    variants = [("single", fit_cuda.batch_pressure, None), ("pair", fit_cuda.batch_pressure_pair, None),
+                ("pair-two-lanes", fit_cuda.batch_pressure_pair_two_lanes, None)]
     for name, options in VARIANTS.items():
         if options is not None and compile_variants:
-            variants.append((f"pair-{name}", KF.batch_pressure_pair, options, 0))
+            variants.append((f"pair-{name}", fit_cuda.batch_pressure_pair, options))
     ref = None
     rows = []
-    for name, kernel, options, check in variants:
+    for name, kernel, options in variants:
         kern = _compile(kernel, options)
         t_b = cuda.to_device(np.zeros(shape, dtype=np.float32))
         f_s, f_i, f_r = cuda.to_device(s0), cuda.to_device(i0), cuda.to_device(r0)
-        args = (prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], t_a, t_b, f_s, f_i, f_r,
+        two_lanes = kernel is fit_cuda.batch_pressure_pair_two_lanes
+        read = t_a.view(np.complex64) if two_lanes else t_a  # the two-lane kernel reads lane pairs as one
+        args = (prep.gather_indices, it["vertex"], it["start"], it["end"], it["slot"], read, t_b, f_s, f_i, f_r,
                 beta_i, beta_r, 0, count, partial)
-        single = kernel is KF.batch_pressure
-        grid = (nblk, groups if single else groups // 2)
-        tail = (0, check) if single else (check,)  # batch_pressure's g0, then check
+        single = kernel is fit_cuda.batch_pressure
+        grid = (-(-it["n_items"] // (tpb // (WARP // 2))) if two_lanes else nblk, groups if single else groups // 2)
+        tail = (0,) if single else ()  # batch_pressure's first group g0
 
         def launch(kern=kern, args=args, f_s=f_s, f_i=f_i, f_r=f_r, grid=grid, tail=tail):
             f_s.copy_to_device(s0)

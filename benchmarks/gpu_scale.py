@@ -126,10 +126,12 @@ def run_algorithm(backend, prep, problem, options):
         beta_i, beta_r, t_inf, t_rec)
 
 
-def pressure_step_times(graph, backend_cls, repeats: int = 20) -> dict:
-    """One mean-field pull step: thread-per-vertex vs degree-binned kernel (ms)."""
+def pressure_step_times(graph, repeats: int = 20) -> dict:
+    """One mean-field pull step (ms): every vertex in the thread bin (one thread per vertex, whatever
+    its degree) against the default degree bins."""
     from numba import cuda
 
+    from battus.backends.cuda import CUDABackend, CUDASettings
     from battus.problem import Observations, Problem
 
     n = graph.n
@@ -138,17 +140,18 @@ def pressure_step_times(graph, backend_cls, repeats: int = 20) -> dict:
     out = {}
     rng = np.random.default_rng(0)
     f_i = cuda.to_device(rng.random(n).astype(np.float32) * 0.01)
-    for kernel in ("thread", "binned"):
-        be = backend_cls(kernel=kernel)
+    everything_threads = CUDASettings(warp_min_degree=1 << 40, hub_min_degree=1 << 40)
+    for kernel, settings in (("thread", everything_threads), ("binned", CUDASettings())):
+        be = CUDABackend(settings)
         prep = be.prepare(problem)
         log_rho = cuda.device_array(n, dtype=np.float32)
-        be._pressure_step(prep, f_i, np.float32(0.1), log_rho, None)
+        be.pressure_step(prep, f_i, np.float32(0.1), log_rho, None)
         cuda.synchronize()
         times = []
         for _ in range(repeats):
             start, stop = cuda.event(), cuda.event()
             start.record()
-            be._pressure_step(prep, f_i, np.float32(0.1), log_rho, None)
+            be.pressure_step(prep, f_i, np.float32(0.1), log_rho, None)
             stop.record()
             stop.synchronize()
             times.append(start.elapsed_time(stop))
@@ -159,7 +162,7 @@ def pressure_step_times(graph, backend_cls, repeats: int = 20) -> dict:
 
 def sweep_bins(preset: str, seed: int, repeats: int, log) -> list:
     """Battus-Z SIR time for several degree-bin settings of the CUDA backend."""
-    from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda import CUDABackend, CUDASettings
     from battus.pipeline import method_options
     from battus.problem import Problem, observe, schedule_times
     from battus.simulate import simulate
@@ -174,8 +177,8 @@ def sweep_bins(preset: str, seed: int, repeats: int, log) -> list:
     for warp_min in (16, 32):
         for hub_min in (512, 1024, 4096):
             for hub_chunk in (2048, 8192):
-                backend = CUDABackend(warp_min_degree=warp_min, hub_min_degree=hub_min,
-                                      hub_chunk=hub_chunk)
+                backend = CUDABackend(CUDASettings(warp_min_degree=warp_min, hub_min_degree=hub_min,
+                                                   hub_chunk=hub_chunk))
                 warm_up(backend)
                 prep = backend.prepare(problem)
                 run_algorithm(backend, prep, problem, options)
@@ -221,7 +224,7 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
            "generate_seconds": gen_seconds, "generated_with": gen_with, "runs": {}}
     log(f"{preset}: n={graph.n} arcs={graph.m} max in-degree {int(deg.max())} "
         f"(generated in {gen_seconds:.1f}s with {gen_with})")
-    row["pressure_step_ms"] = pressure_step_times(graph, CUDABackend)
+    row["pressure_step_ms"] = pressure_step_times(graph)
     log(f"  one pull step: {row['pressure_step_ms']}")
     times = schedule_times(T)
     for model in models:
@@ -237,7 +240,7 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
             prep = backend.prepare(problem)
             backend.synchronize()
             run_algorithm(backend, prep, problem, options)  # warm-up run
-            backend.reset_peak()
+            backend.memory.reset_peak()
             samples, phases = [], []
             for _ in range(repeats):
                 total, phase, result = run_algorithm(backend, prep, problem, options)
@@ -253,14 +256,14 @@ def bench_preset(preset: str, repeats: int, seed: int, bandwidth: float, log,
             row["runs"][key] = {
                 "median_s": median, "samples_s": samples,
                 "phases_median_s": {k: statistics.median(p[k] for p in phases) for k in phases[0]},
-                "peak_device_bytes": backend.peak_bytes, "floor_bytes": floor,
+                "peak_device_bytes": backend.memory.peak_bytes, "floor_bytes": floor,
                 "floor_s": floor_seconds, "ratio_to_floor": median / floor_seconds,
                 "beta": [float(result[0]), float(result[1])],
                 # compare across code versions: equal fitted rates and hitting times
                 "hitting_times_sha256": hashlib.sha256(backend.to_host(result[2]).tobytes()
                                                        + backend.to_host(result[3]).tobytes()).hexdigest(),
             }
-            log(f"  {key:14s} median {median * 1e3:9.2f} ms  peak {backend.peak_bytes / 2**30:6.2f} GiB"
+            log(f"  {key:14s} median {median * 1e3:9.2f} ms  peak {backend.memory.peak_bytes / 2**30:6.2f} GiB"
                 f"  floor {floor_seconds * 1e3:9.2f} ms  ratio {median / floor_seconds:5.2f}"
                 f"  phases {row['runs'][key]['phases_median_s']}")
             backend.close()

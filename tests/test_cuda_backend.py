@@ -48,12 +48,24 @@ def graph():
     return chung_lu(30, 180, gamma_in=2.1, seed=3)
 
 
+def small_bins(**overrides):
+    """Settings whose low thresholds send the hubs of a 30-vertex graph to the warp and hub bins
+    and split its fitting work items (``overrides``: other settings)."""
+    from battus.backends.cuda import CUDASettings
+
+    return CUDASettings(**{"warp_min_degree": 4, "hub_min_degree": 9, "hub_chunk": 4, "item_arcs": 4, **overrides})
+
+
 @pytest.fixture(scope="module")
 def backend():
     from battus.backends.cuda import CUDABackend
 
-    # low thresholds: the hubs of a 30-vertex graph use the warp and hub bins
-    return CUDABackend(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
+    return CUDABackend(small_bins())
+
+
+def _cpu_values(problem, beta_i, beta_r):
+    cpu = CPUBackend()
+    return cpu.loglik_batch(cpu.prepare(problem), problem.prior, beta_i, beta_r)
 
 
 def _problem(graph, model: str, n_snapshots: int) -> Problem:
@@ -114,17 +126,22 @@ def test_decoded_histories_identical(graph, backend, model, method, n_snapshots)
 
 
 @pytest.mark.parametrize("reset", [False, True])
-def test_pressures_and_thread_kernel(graph, backend, reset):
+def test_pressures_match_the_cpu_and_the_naive_reference(graph, backend, reset):
+    """The degree-binned pressures against the CPU's and the naive reference's, also with every
+    vertex in the thread bin (one thread per vertex, whatever its degree)."""
     from battus.backends.cuda import CUDABackend
 
     problem = _problem(graph, "sir", 2)
     cpu = CPUBackend()
     ref = cpu.pressures(cpu.prepare(problem), problem.prior, 0.2, 0.1, reset)
     binned = backend.to_host(backend.pressures(backend.prepare(problem), problem.prior, 0.2, 0.1, reset))
-    thread = CUDABackend(kernel="thread", reorder=False)
-    plain = thread.to_host(thread.pressures(thread.prepare(problem), problem.prior, 0.2, 0.1, reset))
+    thread = CUDABackend(small_bins(warp_min_degree=1 << 40, hub_min_degree=1 << 40))
+    prep = thread.prepare(problem)
+    assert prep.bins["n_warp_blocks"] == prep.bins["n_hub_chunks"] == 0
+    plain = thread.to_host(thread.pressures(prep, problem.prior, 0.2, 0.1, reset))
     np.testing.assert_allclose(binned, ref, rtol=1e-6)
-    np.testing.assert_allclose(plain, binned, rtol=1e-6)
+    np.testing.assert_allclose(binned, naive.naive_mean_field_pressures(problem, 0.2, 0.1, reset), rtol=1e-6)
+    np.testing.assert_allclose(plain, ref, rtol=1e-6)
 
 
 def test_loglik_batch_matches_cpu(graph, backend):
@@ -137,11 +154,11 @@ def test_loglik_batch_matches_cpu(graph, backend):
     np.testing.assert_allclose(got, ref, rtol=1e-5)
 
 
-@pytest.mark.parametrize("precision", ["mixed", "float64"])
-def test_loglik_batch_independent_of_group_width(graph, precision):
-    """A candidate's likelihood is bit-identical whatever group width (lanes) holds it and whichever
-    step kernel runs it: single groups, group pairs with one lane per thread
-    (batch_pressure_pair) or two (batch_pressure_pair_two_lanes), odd and even group counts."""
+def test_values_independent_of_group_width_and_kernel(graph):
+    """A candidate's value is bit-identical whatever group width (lanes) holds it and whichever step
+    kernel runs it: a lone group, group pairs with one lane per thread (batch_pressure_pair) or two
+    (batch_pressure_pair_two_lanes), odd and even group counts; the spread re-score relies on it.
+    The values themselves match the CPU backend's and the naive reference's."""
     from battus.backends.cuda import CUDABackend
     from battus.kernels import fit_cuda
     from battus.kernels.cuda_common import WARP
@@ -149,33 +166,27 @@ def test_loglik_batch_independent_of_group_width(graph, precision):
     problem = _problem(graph, "sir", 2)
     beta_i = np.linspace(0.01, 0.5, 11)
     beta_r = np.linspace(0.3, 0.02, 11)
-    be = CUDABackend(fit_precision=precision, warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4,
-                     fit_pairs=False)
-    prep = be.prepare(problem)
-    assert prep.items["mean_arcs"] <= be.two_lane_max_arcs  # so that the default takes two lanes
-    wide = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=WARP)
-    for lanes in sorted({1, fit_cuda.NARROW, WARP // 2}):
-        narrow = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=lanes)
-        assert narrow.tobytes() == wide.tobytes(), lanes
-    be.fit_pairs = True
-    for two_lane_max_arcs in (0.0, 32.0):
-        be.two_lane_max_arcs = two_lane_max_arcs
-        for lanes in sorted({1, fit_cuda.NARROW, WARP // 2, WARP}):
-            paired = be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=lanes)
-            assert paired.tobytes() == wide.tobytes(), ("pairs", two_lane_max_arcs, lanes)
-    with pytest.raises(ValueError, match="lanes must divide"):
-        be.loglik_batch(prep, problem.prior, beta_i, beta_r, lanes=3)
-
-
-def test_float64_fit_precision(graph):
-    from battus.backends.cuda import CUDABackend
-
-    problem = _problem(graph, "si", 2)
-    options = method_options("battus", fit_settings=SMALL_FIT)
-    cpu = reconstruct(problem, options, CPUBackend())
-    gpu = reconstruct(problem, options, CUDABackend(fit_precision="float64", item_arcs=4))
-    assert (gpu.beta_i, gpu.beta_r) == (cpu.beta_i, cpu.beta_r)
-    np.testing.assert_array_equal(gpu.states, cpu.states)
+    cpu = _cpu_values(problem, beta_i, beta_r)
+    np.testing.assert_allclose(cpu, naive.naive_segmented_loglik(problem, beta_i, beta_r), rtol=1e-10)
+    widths = sorted({1, fit_cuda.NARROW, WARP // 2, WARP})
+    want = None
+    for two_lane_max_arcs in (0.0, 32.0):  # group pairs with one lane per thread, then two
+        be = CUDABackend(small_bins(two_lane_max_arcs=two_lane_max_arcs))
+        prep = be.prepare(problem)
+        assert (prep.items["mean_arcs"] <= two_lane_max_arcs) == (two_lane_max_arcs > 0)
+        for lanes in widths:
+            got = be.passes.evaluate(prep, problem.prior, beta_i, beta_r, "narrow64", 0, {}, lanes=lanes)
+            want = got if want is None else want
+            assert got.tobytes() == want.tobytes(), (two_lane_max_arcs, lanes)
+        with pytest.raises(ValueError, match="lanes must divide"):
+            be.passes.evaluate(prep, problem.prior, beta_i, beta_r, "narrow64", 0, {}, lanes=3)
+        single = be.loglik_batch(prep, problem.prior, beta_i, beta_r)  # float32: a pair and a lone group
+        np.testing.assert_allclose(single, cpu, rtol=1e-5)
+        picks = [0, WARP - 1, WARP, beta_i.shape[0] - 1]  # each group's first and last lanes, each alone
+        alone = np.concatenate([be.loglik_batch(prep, problem.prior, beta_i[c:c + 1], beta_r[c:c + 1])
+                                for c in picks])
+        assert alone.tobytes() == single[picks].tobytes()
+    np.testing.assert_allclose(want, cpu, rtol=1e-9)
 
 
 @pytest.mark.parametrize("n_snapshots, spread_by", [(1, "candidates"), (2, "frames")])
@@ -184,43 +195,44 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
     groups and the float64 re-score by candidates, the groups dealt; a round of one group and one
     re-scored candidate by frames where the pass halves at T/2 (two snapshots), else on one device.
     Every candidate's value, each round's best and the fitted rates equal one device's, bit for bit."""
-    from battus.backends.cuda import CUDABackend, deal_candidates, segment_pieces
+    from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda.rounds import deal_candidates, segment_pieces
     from battus.fit import fit_rates
     from battus.kernels.cuda_common import WARP
     from battus.kernels.fit_cuda import POLISH
 
-    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
     problem = _problem(graph, model, n_snapshots)
     pieces = segment_pieces(problem.observations.index(problem.T), 2)
     assert len(pieces) == (2 if spread_by == "frames" else 1)
     settings = FitSettings(grid_points=9, refine_points=3, refine_rounds=1, chunk=16)  # 81 candidates: spread
-    one = CUDABackend(**knobs)
-    two = CUDABackend(devices=(0, 0), **knobs)
+    one = CUDABackend(small_bins())
+    two = CUDABackend(small_bins(), devices=(0, 0))
     try:
         warm_up(two, fit=True)
-        assert len(two._workers) == 1 and "fit over CUDA devices 0, 0" in two.device
+        assert len(two.pool.workers) == 1 and "fit over CUDA devices 0, 0" in two.device
         prep_one, prep_two = one.prepare(problem), two.prepare(problem)
         assert prep_two.worker_key is not None
         count = 4 * WARP + 9  # 5 groups, spread 3 + 2 (the last one part-filled)
         beta_i = np.linspace(0.01, 0.5, count)
         beta_r = np.linspace(0.3, 0.02, count)
-        for mode, n in (("float32", count), ("float64", count), ("float32", WARP), ("narrow64", POLISH),
+        for mode, n in (("float32", count), ("narrow64", count), ("float32", WARP), ("narrow64", POLISH),
                         ("narrow64", 1)):
-            alone = one.evaluate(prep_one, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
-            spread = two._evaluate_spread(prep_two, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
+            alone = one.passes.evaluate(prep_one, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
+            spread = two.rounds.evaluate_spread(prep_two, problem.prior, beta_i[:n], beta_r[:n], mode, 8, {})
             assert spread.tobytes() == alone.tobytes(), (mode, n)
         if spread_by == "frames":  # a round pruned after T/2, both pieces cut by candidates over the devices
             norm = float(problem.n * n_snapshots)
-            alone = one._evaluate_pruned(prep_one, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
-            spread = two._evaluate_pruned(prep_two, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
+            alone = one.rounds.evaluate_pruned(prep_one, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
+            spread = two.rounds.evaluate_pruned(prep_two, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
             assert np.isfinite(alone).any() and spread.tobytes() == alone.tobytes()
         assert fit_rates(two, prep_two, problem, settings) == fit_rates(one, prep_one, problem, settings)
         del prep_two  # its copy on the worker is dropped with the next request
-        assert two._freed_keys == [0]
+        assert two.pool.freed_keys == [0]
         kept = two.prepare(problem)
-        assert not two._freed_keys and kept.worker_key == 1
-        alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, "float32", 8, {})
-        assert two._evaluate_spread(kept, problem.prior, beta_i, beta_r, "float32", 8, {}).tobytes() == alone.tobytes()
+        assert not two.pool.freed_keys and kept.worker_key == 1
+        alone = one.passes.evaluate(prep_one, problem.prior, beta_i, beta_r, "float32", 8, {})
+        spread = two.rounds.evaluate_spread(kept, problem.prior, beta_i, beta_r, "float32", 8, {})
+        assert spread.tobytes() == alone.tobytes()
     finally:
         two.close()
     grid = deal_candidates(576, 32, 2)  # a SIR grid: 18 groups, 9 each, alternating
@@ -231,34 +243,13 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
     assert [pick.size for pick in deal_candidates(100, 64, 3)] == [64, 36, 0]
 
 
-@pytest.mark.parametrize("times", [[T // 2, T], list(range(1, T + 1))])
-def test_folded_rescore_is_identical(graph, times):
-    """Float64 passes of at most one narrow group folded (the pass's equal pieces side by side in the
-    lanes): every candidate's value equals the unfolded pass's bit for bit, and so do the fitted rates."""
-    from battus.backends.cuda import CUDABackend, fold_pieces
-    from battus.fit import fit_rates
-
-    truth = simulate(graph, "sir", T, 3, 0.35, 0.25, seed=11)
-    problem = Problem(graph, "sir", T, 3, observe(truth, np.asarray(times)), truth).validate()
-    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
-    folded, plain = CUDABackend(fold=True, **knobs), CUDABackend(fold=False, **knobs)
-    assert fold_pieces(problem.observations.index(T), folded.narrow_lanes) == [(0, T // 2), (T // 2, T)]
-    prep_f, prep_p = folded.prepare(problem), plain.prepare(problem)
-    for count in range(1, folded.narrow_lanes + 1):
-        beta_i = np.linspace(0.05, 0.6, count)
-        beta_r = np.linspace(0.4, 0.1, count)
-        got = folded.evaluate(prep_f, problem.prior, beta_i, beta_r, "narrow64", 8, {})
-        want = plain.evaluate(prep_p, problem.prior, beta_i, beta_r, "narrow64", 8, {})
-        assert got.tobytes() == want.tobytes(), count
-    settings = FitSettings(grid_points=4, refine_points=3, refine_rounds=1)
-    assert fit_rates(folded, prep_f, problem, settings) == fit_rates(plain, prep_p, problem, settings)
-
-
 @pytest.mark.parametrize("model", ["si", "sir"])
 def test_absorbed_vertices_skip_their_gathers_with_identical_values(graph, model):
-    """A vertex reset to an observed I or R (f_S = 0) does not gather its neighbours' terms
-    (``skip_absorbed``): every candidate's value, in every pass kind, equals the full pass's bit for
-    bit, and so do the fitted rates."""
+    """A vertex reset to an observed I or R (f_S = 0) does not gather its neighbours' terms: in a
+    lone group each lane looks at its own f_S, in a group pair a vertex gathers unless it is
+    absorbed in both groups (in the two-lane kernel, in all four lanes). So each candidate's value
+    alone (a lone group) equals its value in a batch of pairs bit for bit only if skipping leaves
+    every value as gathering would; the values match the CPU backend's, and so do the fitted rates."""
     from battus.backends.cuda import CUDABackend
     from battus.fit import fit_rates
 
@@ -266,34 +257,38 @@ def test_absorbed_vertices_skip_their_gathers_with_identical_values(graph, model
     problem = Problem(graph, model, T, 3, observe(truth, np.asarray([T // 2, T])), truth).validate()
     middle = problem.observations.states[0]
     assert 0 < np.count_nonzero(middle) < problem.n  # some vertices absorbed at the reset, some not
-    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
-    skipping, full = CUDABackend(**knobs), CUDABackend(skip_absorbed=False, **knobs)
-    prep_s, prep_f = skipping.prepare(problem), full.prepare(problem)
     count = 2 * 8 + 3  # float32 passes: a group pair and a lone, part-filled group
     beta_i = np.linspace(0.02, 0.6, count)
     beta_r = np.linspace(0.4, 0.05, count) if model == "sir" else np.zeros(count)
-    # narrow64 of 2: folded in `full`, unfolded with compact steps in `skipping` (fold defaults to that)
-    for mode, n in (("float32", count), ("float64", count), ("narrow64", 2)):
-        want = full.evaluate(prep_f, problem.prior, beta_i[:n], beta_r[:n], mode, count, {})
-        assert np.all(np.isfinite(want))
-        for two_lane_max_arcs in (0.0, 32.0):  # group pairs with one lane per thread, then two
-            skipping.two_lane_max_arcs = two_lane_max_arcs
-            got = skipping.evaluate(prep_s, problem.prior, beta_i[:n], beta_r[:n], mode, count, {})
-            assert got.tobytes() == want.tobytes(), (mode, two_lane_max_arcs)
+    cpu = _cpu_values(problem, beta_i, beta_r)
+    for two_lane_max_arcs in (0.0, 32.0):  # group pairs with one lane per thread, then two
+        be = CUDABackend(small_bins(two_lane_max_arcs=two_lane_max_arcs))
+        prep = be.prepare(problem)
+        for mode, rtol in (("float32", 1e-5), ("narrow64", 1e-9)):
+            got = be.passes.evaluate(prep, problem.prior, beta_i, beta_r, mode, count, {})
+            assert np.all(np.isfinite(got))
+            np.testing.assert_allclose(got, cpu, rtol=rtol)
+            picks = [0, 9, 17, count - 1]  # in a pair's first and second group, in the lone group; each alone
+            alone = np.concatenate([be.passes.evaluate(prep, problem.prior, beta_i[c:c + 1], beta_r[c:c + 1], mode,
+                                                       count, {}) for c in picks])
+            assert alone.tobytes() == got[picks].tobytes(), (mode, two_lane_max_arcs)
     settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1)
-    assert fit_rates(skipping, prep_s, problem, settings) == fit_rates(full, prep_f, problem, settings)
+    cpu_backend = CPUBackend()
+    assert fit_rates(be, prep, problem, settings)[:2] == \
+        fit_rates(cpu_backend, cpu_backend.prepare(problem), problem, settings)[:2]
 
 
 @pytest.mark.parametrize("model", ["si", "sir"])
 @pytest.mark.parametrize("schedule", ["half", "four", "all infected"])
-def test_compact_steps_leave_every_value_unchanged(graph, model, schedule):
+def test_compact_steps_match_the_cpu_and_the_naive_reference(graph, model, schedule):
     """After a reset to a snapshot the steps launch only the work items of the vertices observed S
-    there, and advance the ones observed I with L = 0 (``compact_steps``): every candidate's value,
-    whole passes and pieces from a snapshot, and the fitted rates equal the steps over every vertex's
-    items bit for bit, with split items, both pair kernels, a lone group, several snapshots, and a
-    snapshot where nothing is left to gather."""
+    there, and advance the ones observed I with L = 0 (compact steps). Every candidate's value of a
+    whole pass matches the CPU backend's and the naive reference's (which step over every vertex),
+    in float32 and float64, with split items, both pair kernels, a lone group, several snapshots and
+    a snapshot where nothing is left to gather; a piece from a snapshot added to the piece before it
+    in frame order is the whole pass's value bit for bit."""
     from battus.backends.cuda import CUDABackend
-    from battus.fit import fit_rates
+    from battus.backends.cuda.rounds import add_in_frame_order
 
     truth = simulate(graph, model, T, 3, 0.35, 0.25, seed=11)
     times = np.asarray([1, 2, 4, T] if schedule == "four" else [T // 2, T])
@@ -301,84 +296,66 @@ def test_compact_steps_leave_every_value_unchanged(graph, model, schedule):
     if schedule == "all infected":  # every vertex I at T/2 (and I or R at T): compact steps gather nothing
         problem.observations.states[0][:] = 1
         problem.observations.states[1][:] = np.maximum(problem.observations.states[1], 1)
-    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
-    compact, full = CUDABackend(**knobs), CUDABackend(compact_steps=False, **knobs)
-    prep_c, prep_f = compact.prepare(problem), full.prepare(problem)
-    assert prep_f.items["n_split"] > 0  # split items run too
     count = 2 * 8 + 3  # float32 passes: a group pair and a lone, part-filled group
     beta_i = np.linspace(0.02, 0.6, count)
     beta_r = np.linspace(0.4, 0.05, count) if model == "sir" else np.zeros(count)
-    pieces = [None, (int(times[0]), int(times[-1]))]  # a whole pass, and a piece that starts from a snapshot
-    for mode, frames in [("float32", f) for f in pieces] + [("float64", None)]:
-        want = full.evaluate(prep_f, problem.prior, beta_i, beta_r, mode, count, {}, frames)
-        assert np.all(np.isfinite(want))
-        for two_lane_max_arcs in (0.0, 32.0):  # group pairs with one lane per thread, then two
-            compact.two_lane_max_arcs = two_lane_max_arcs
-            got = compact.evaluate(prep_c, problem.prior, beta_i, beta_r, mode, count, {}, frames)
-            assert got.tobytes() == want.tobytes(), (mode, frames, two_lane_max_arcs)
-    assert not prep_f.compact and set(prep_c.compact) == set(range(len(times) - 1))
-    observed_s = int(np.count_nonzero(problem.observations.states[0] == 0))
-    assert prep_c.compact[0]["n_items"] < prep_c.items["n_items"]
-    assert (prep_c.compact[0]["n_items"] == 0) == (observed_s == 0)
-    settings = FitSettings(grid_points=5, refine_points=3, refine_rounds=1)
-    assert fit_rates(compact, prep_c, problem, settings) == fit_rates(full, prep_f, problem, settings)
+    cpu = _cpu_values(problem, beta_i, beta_r)
+    np.testing.assert_allclose(cpu, naive.naive_segmented_loglik(problem, beta_i, beta_r), rtol=1e-10)
+    head, tail = (0, int(times[0])), (int(times[0]), int(times[-1]))  # the pass cut at its first snapshot
+    for two_lane_max_arcs in (0.0, 32.0):  # group pairs with one lane per thread, then two
+        be = CUDABackend(small_bins(two_lane_max_arcs=two_lane_max_arcs))
+        prep = be.prepare(problem)
+        assert prep.items["n_split"] > 0  # split items run too
+        for mode, rtol in (("float32", 1e-5), ("narrow64", 1e-9)):
+            whole = be.passes.evaluate(prep, problem.prior, beta_i, beta_r, mode, count, {})
+            np.testing.assert_allclose(whole, cpu, rtol=rtol)
+            first = be.passes.evaluate(prep, problem.prior, beta_i, beta_r, mode, count, {}, head)
+            rows = be.passes.evaluate(prep, problem.prior, beta_i, beta_r, mode, count, {}, tail)
+            assert add_in_frame_order(first, rows).tobytes() == whole.tobytes(), (mode, two_lane_max_arcs)
+        assert set(prep.compact) == set(range(len(times) - 1))
+        observed_s = int(np.count_nonzero(problem.observations.states[0] == 0))
+        assert prep.compact[0]["n_items"] < prep.items["n_items"]
+        assert (prep.compact[0]["n_items"] == 0) == (observed_s == 0)
 
 
 @pytest.mark.parametrize("model", ["si", "sir"])
 def test_pruned_round_keeps_every_candidate_that_can_reach_the_rescore(graph, model):
-    """A float32 round cut at T/2 (``prune``): every candidate it evaluates whole has the full
-    pass's value bit for bit, the others could not have been among the best POLISH, so the
-    re-scored set, each round's best and the fitted rates are the same as without pruning."""
-    from battus.backends.cuda import CUDABackend, segment_pieces
+    """A float32 round cut at T/2: every candidate it evaluates whole has the whole pass's value bit
+    for bit, the others could not have been among the best POLISH, so the re-scored set is that of
+    the whole round; the round's best and the fitted rates are the CPU backend's."""
+    from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda.rounds import segment_pieces
     from battus.fit import fit_rates
     from battus.kernels.fit_cuda import POLISH
 
     problem = _problem(graph, model, 2)
-    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
-    pruning, full = CUDABackend(**knobs), CUDABackend(prune=False, **knobs)
-    prep_p, prep_f = pruning.prepare(problem), full.prepare(problem)
-    pieces = segment_pieces(prep_p.host_obs_index, 2)
+    be = CUDABackend(small_bins())
+    prep = be.prepare(problem)
+    pieces = segment_pieces(prep.host_obs_index, 2)
     assert pieces == [(0, T // 2), (T // 2, T)]
     sir = model == "sir"
     beta_i, beta_r = candidate_grid(np.linspace(0.001, 0.999, 8), np.linspace(0.001, 0.999, 6) if sir else None)
     if not sir:
         beta_i, beta_r = np.linspace(0.001, 0.999, 40), np.zeros(40)
     norm = float(problem.n * 2)
-    got = pruning._evaluate_pruned(prep_p, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
-    want = full.evaluate(prep_f, problem.prior, beta_i, beta_r, "float32", 8, {}) / norm
+    got = be.rounds.evaluate_pruned(prep, problem.prior, beta_i, beta_r, 8, {}, pieces, norm)
+    want = be.passes.evaluate(prep, problem.prior, beta_i, beta_r, "float32", 8, {}) / norm  # the whole round
     kept = np.isfinite(got)
     assert 0 < np.count_nonzero(~kept) and got[kept].tobytes() == want[kept].tobytes()
     best = np.argsort(-want, kind="stable")[:POLISH]
     assert kept[best].all() and np.array_equal(np.argsort(-got, kind="stable")[:POLISH], best)
     assert want[~kept].max() < np.sort(want)[-POLISH]
-    assert pruning.best_candidate(prep_p, problem.prior, beta_i, beta_r, norm, 8, {}) == \
-        full.best_candidate(prep_f, problem.prior, beta_i, beta_r, norm, 8, {})
+    cpu = CPUBackend()
+    cpu_prep = cpu.prepare(problem)
+    index, objective = be.best_candidate(prep, problem.prior, beta_i, beta_r, norm, 8, {})
+    cpu_index, cpu_objective = cpu.best_candidate(cpu_prep, problem.prior, beta_i, beta_r, norm, 8, {})
+    assert index == cpu_index and objective == pytest.approx(cpu_objective, rel=1e-9)
     settings = FitSettings(grid_points=7, refine_points=3, refine_rounds=1, chunk=8)  # SIR: 49 in 7 passes
-    assert fit_rates(pruning, prep_p, problem, settings) == fit_rates(full, prep_f, problem, settings)
-
-
-def test_fold_pieces_need_equal_pieces_from_observed_frames():
-    from battus.backends.cuda import fold_pieces
-    from battus.kernels.cuda_common import WARP
-
-    def index(times, horizon):
-        obs = -np.ones(horizon + 1, dtype=np.int64)
-        obs[list(times)] = np.arange(len(times))
-        return obs
-
-    narrow = WARP // 4  # 8 lanes on a GPU, 2 under the simulator
-    assert fold_pieces(index([20, 40], 40), narrow) == [(0, 20), (20, 40)]  # the benchmark schedule
-    assert fold_pieces(index([10, 20, 30, 40], 40), narrow) == [(0, 20), (20, 40)]
-    assert fold_pieces(index([20, 40], 40), WARP) == []  # no room in a warp for two copies
-    assert fold_pieces(index([40], 40), narrow) == []  # one snapshot: nothing to fold
-    assert fold_pieces(index([0, 20, 40], 40), narrow) == []  # frame 0 observed: the first half is not from the prior
-    assert fold_pieces(index([15, 20, 40], 40), narrow) == []  # halves that see different frames
-    assert fold_pieces(index([10, 30], 30), narrow) == []  # the middle frame (15) unobserved
-    assert fold_pieces(index([20, 41], 41), narrow) == []  # an odd number of steps
+    assert fit_rates(be, prep, problem, settings)[:2] == fit_rates(cpu, cpu_prep, problem, settings)[:2]
 
 
 def test_segment_pieces_cut_the_pass_at_observed_frames():
-    from battus.backends.cuda import segment_pieces
+    from battus.backends.cuda.rounds import segment_pieces
 
     def index(times, horizon):
         obs = -np.ones(horizon + 1, dtype=np.int64)
@@ -399,21 +376,21 @@ def test_segment_pieces_cut_the_pass_at_observed_frames():
 def test_fit_worker_errors_are_one_line(graph, monkeypatch):
     """A worker that fails reports its error through the pipe; the fitting process raises it."""
     from battus.backends.cuda import CUDABackend
-    from battus.backends.cuda_workers import WorkerError
+    from battus.backends.cuda.worker_pipe import WorkerError
     from battus.kernels.cuda_common import WARP
 
-    two = CUDABackend(devices=(0, 0), item_arcs=4)
+    two = CUDABackend(small_bins(), devices=(0, 0))
     try:
         warm_up(two, fit=True)
         prep = two.prepare(_problem(graph, "sir", 2))
         prep.worker_key = 12345  # a problem the worker never prepared
         many = np.full(4 * WARP + 1, 0.1)  # more than one group: the round is spread
         with pytest.raises(WorkerError, match="CUDA device 0: KeyError"):
-            two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), many, many, "float32", 64, {})
-        two._workers[0]._proc.kill()
-        two._workers[0]._proc.wait()
+            two.rounds.evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), many, many, "float32", 64, {})
+        two.pool.workers[0]._proc.kill()
+        two.pool.workers[0]._proc.wait()
         with pytest.raises(WorkerError, match="has stopped"):
-            two._evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), many, many, "float32", 64, {})
+            two.rounds.evaluate_spread(prep, np.array([0.9, 0.1, 0.0]), many, many, "float32", 64, {})
     finally:
         two.close()
 
@@ -425,39 +402,38 @@ def test_every_worker_prepares_at_once(graph):
     for bit. A worker that has stopped fails the prepare in one line, and the other worker's answer
     is still read, so its pipe stays in step."""
     from battus.backends.cuda import CUDABackend
-    from battus.backends.cuda_workers import WorkerError
+    from battus.backends.cuda.worker_pipe import WorkerError
     from battus.kernels.cuda_common import WARP
 
-    knobs = dict(warp_min_degree=4, hub_min_degree=9, hub_chunk=4, item_arcs=4)
     problem = _problem(graph, "sir", 4)
-    one = CUDABackend(**knobs)
-    three = CUDABackend(devices=(0, 0, 0), **knobs)
+    one = CUDABackend(small_bins())
+    three = CUDABackend(small_bins(), devices=(0, 0, 0))
     try:
         warm_up(three, fit=True)
-        assert len(three._workers) == 2
+        assert len(three.pool.workers) == 2
         prep = three.prepare(problem)
         assert prep.worker_key == 0
         count = 2 * WARP + 5
         beta_i = np.linspace(0.01, 0.5, count)
         beta_r = np.linspace(0.3, 0.02, count)
         prep_one = one.prepare(problem)
-        alone = one.evaluate(prep_one, problem.prior, beta_i, beta_r, "float32", 8, {})
-        by_frames = three._evaluate_spread(prep, problem.prior, beta_i[:WARP], beta_r[:WARP], "float32", 8, {})
+        alone = one.passes.evaluate(prep_one, problem.prior, beta_i, beta_r, "float32", 8, {})
+        by_frames = three.rounds.evaluate_spread(prep, problem.prior, beta_i[:WARP], beta_r[:WARP], "float32", 8, {})
         assert by_frames.tobytes() == alone[:WARP].tobytes()
-        assert three._evaluate_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {}).tobytes() \
+        assert three.rounds.evaluate_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {}).tobytes() \
             == alone.tobytes()  # 8 + 8 + 5 dealt over the three devices
         # a pruned round's piece, by candidates
-        by_candidates = three._evaluate_candidates_spread(prep, problem.prior, beta_i, beta_r, "float32", 8, {},
-                                                        (0, T))
+        by_candidates = three.rounds.evaluate_candidates_spread(prep, problem.prior, beta_i, beta_r, "float32", 8,
+                                                                {}, (0, T))
         assert by_candidates.tobytes() == alone.tobytes()
-        three._workers[1]._proc.kill()
-        three._workers[1]._proc.wait()
+        three.pool.workers[1]._proc.kill()
+        three.pool.workers[1]._proc.wait()
         with pytest.raises(WorkerError, match="the worker on CUDA device 0 has stopped") as err:
             three.prepare(problem)
         assert "\n" not in str(err.value)
-        assert three._freed_keys == [1]  # the worker that prepared it drops it with the next request
-        three._workers[0].request({"op": "warm_up"})
-        assert three._workers[0].reply() == {"arrays": {}}  # the answer to this request, not the prepare's
+        assert three.pool.freed_keys == [1]  # the worker that prepared it drops it with the next request
+        three.pool.workers[0].request({"op": "warm_up"})
+        assert three.pool.workers[0].reply() == {"arrays": {}}  # the answer to this request, not the prepare's
     finally:
         three.close()
 
@@ -469,7 +445,7 @@ def test_prepare_sends_to_every_worker_concurrently(graph):
     import threading
 
     from battus.backends.cuda import CUDABackend
-    from battus.backends.cuda_workers import WorkerError
+    from battus.backends.cuda.worker_pipe import WorkerError
 
     in_flight = threading.Barrier(3, timeout=30)
 
@@ -490,61 +466,64 @@ def test_prepare_sends_to_every_worker_concurrently(graph):
             return {"arrays": {}}
 
     problem = _problem(graph, "sir", 2)
-    be = CUDABackend(item_arcs=4)
-    be._workers, be._spread = [Worker(1), Worker(2), Worker(3)], True
+    be = CUDABackend(small_bins())
+    be.pool.workers, be.pool.spread = [Worker(1), Worker(2), Worker(3)], True
     prep = be.prepare(problem)
-    assert prep.worker_key == 0 and [w.answered for w in be._workers] == [1, 1, 1]
-    be._workers = [Worker(1), Worker(2, "reply"), Worker(3, "transfer")]
+    assert prep.worker_key == 0 and [w.answered for w in be.pool.workers] == [1, 1, 1]
+    be.pool.workers = [Worker(1), Worker(2, "reply"), Worker(3, "transfer")]
     with pytest.raises(WorkerError, match="^CUDA device 2: KeyError: 7$"):
         be.prepare(problem)
-    assert [w.answered for w in be._workers] == [1, 1, 0]
-    assert be._freed_keys == [1]  # dropped by the workers that did prepare it, with the next request
+    assert [w.answered for w in be.pool.workers] == [1, 1, 0]
+    assert be.pool.freed_keys == [1]  # dropped by the workers that did prepare it, with the next request
 
 
 def test_device_memory_accounting(graph, backend):
     problem = _problem(graph, "sir", 2)
-    backend.reset_peak()
+    backend.memory.reset_peak()
     reconstruct(problem, method_options("battus-z"), backend)
     n, m = graph.n, graph.m
-    assert backend.peak_bytes >= 4 * m + 16 * (T + 1) * n
+    assert backend.memory.peak_bytes >= 4 * m + 16 * (T + 1) * n
 
 
 @pytest.mark.parametrize("item_arcs", [1, 4, 64])
 def test_work_items_take_no_more_than_their_estimate(graph, item_arcs):
-    """The bytes _build_items uploads, for every vertex and for a compact step's vertices, stay
-    within work_items_bytes (the estimate prepare and _compact_layout check before uploading)."""
+    """The bytes build_items uploads, for every vertex and for a compact step's vertices, stay
+    within work_items_bytes (the estimate prepare and compact_items check before uploading)."""
     from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda.layout import build_items
+    from battus.backends.cuda.memory import work_items_bytes
 
-    be = CUDABackend(item_arcs=item_arcs)
+    be = CUDABackend(small_bins(item_arcs=item_arcs))
     indptr = graph.indptr.astype(np.int64)
     gather_id = np.random.default_rng(5).permutation(graph.n).astype(np.int32)
     everyone = np.arange(graph.n, dtype=np.int64)
     for vertices in (everyone, everyone[::3], everyone[graph.in_degree() > 5], everyone[:0]):
         items = None  # the last case's arrays are released before this one is counted
-        before = be.live_bytes
-        items = be._build_items(indptr, gather_id, vertices)  # held, so its arrays stay counted
+        before = be.memory.live_bytes
+        items = build_items(be.memory, indptr, gather_id, item_arcs, vertices)  # held: its arrays stay counted
         assert items["n_items"] >= vertices.shape[0]
         arcs = int((indptr[vertices + 1] - indptr[vertices]).sum())
-        assert 0 < be.live_bytes - before <= be.work_items_bytes(vertices.shape[0], arcs)
+        assert 0 < be.memory.live_bytes - before <= work_items_bytes(vertices.shape[0], arcs, item_arcs)
 
 
 def test_graph_too_large_for_the_device_refused_up_front(graph, monkeypatch):
     """Device memory is checked before the upload: one line with the estimate, nothing allocated."""
     from battus.backends.cuda import CUDABackend
+    from battus.backends.cuda.memory import inference_bytes
     from battus.errors import InputError
 
     problem = _problem(graph, "sir", 2)
-    be = CUDABackend(item_arcs=4)
-    needed = be.inference_bytes(problem.n, graph.m, problem.T, 2)
+    be = CUDABackend(small_bins())
+    needed = inference_bytes(problem.n, graph.m, problem.T, 2, be.settings)
     assert needed >= 4 * graph.m + 16 * (problem.T + 1) * problem.n
-    monkeypatch.setattr(be, "free_device_bytes", lambda: needed - 1)
+    monkeypatch.setattr(be.memory, "free_bytes", lambda: needed - 1)
     with pytest.raises(InputError, match="needs about .* on the GPU, more than the") as err:
         be.prepare(problem)
     assert "\n" not in str(err.value)
-    assert be.peak_bytes == 0
-    monkeypatch.setattr(be, "free_device_bytes", lambda: needed)
+    assert be.memory.peak_bytes == 0
+    monkeypatch.setattr(be.memory, "free_bytes", lambda: needed)
     prep = be.prepare(problem)  # fits exactly; the fit's state is checked when allocated
-    monkeypatch.setattr(be, "free_device_bytes", lambda: 0)
+    monkeypatch.setattr(be.memory, "free_bytes", lambda: 0)
     with pytest.raises(InputError, match="fitting .* candidates"):
         be.loglik_batch(prep, problem.prior, np.array([0.1]), np.array([0.1]))
 
@@ -561,8 +540,8 @@ def test_auto_backend_falls_back_to_the_cpu_when_the_gpu_is_too_small(graph, mon
     def tiny_gpu(name, devices=None):
         if name == "cpu":
             return CPUBackend()
-        be = CUDABackend(item_arcs=4)
-        be.free_device_bytes = lambda: 1024
+        be = CUDABackend(small_bins())
+        be.memory.free_bytes = lambda: 1024
         return be
 
     monkeypatch.setattr(battus.backends, "get_backend", tiny_gpu)

@@ -115,7 +115,7 @@ def test_the_cli_hands_devices_to_reconstruct(tmp_path, history, monkeypatch):
 
 
 class FakeCUDABackend:
-    """Stands in for battus.backends.cuda.CUDABackend: records its arguments."""
+    """Stands in for battus.backends.cuda.CUDABackend (the package): records its arguments."""
 
     calls: list[dict] = []
 

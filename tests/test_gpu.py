@@ -3,8 +3,9 @@
 * the canonical 12-dataset suite: CUDA and CPU decoded histories identical, or
   every differing vertex explained by a CPU posterior within 1e-5 of the
   decision boundary (threshold tau, or a MAP near-tie); same four-decimal scores;
-* degree-binned pressure kernel against the thread-per-vertex reference on a
-  heavy-tailed graph with hubs; batched likelihood against the CPU;
+* degree-binned pressures against the CPU's (and with every vertex in the
+  thread bin) on a heavy-tailed graph with hubs; the fitting passes' values
+  (float32 rounds, the float64 re-score) against the CPU's;
 * the simulator bit-identical to the CPU one;
 * with two devices, fitted Battus over GPUs 0 and 1 bit-identical to one GPU.
 
@@ -127,13 +128,14 @@ def heavy_graph():
     return chung_lu(60_000, 1_200_000, gamma_in=2.1, seed=5)
 
 
-def test_binned_kernel_matches_thread_kernel(heavy_graph, gpu):
-    from battus.backends.cuda import CUDABackend
+def test_binned_kernel_matches_the_cpu(heavy_graph, gpu):
+    from battus.backends.cuda import CUDABackend, CUDASettings
 
     assert heavy_graph.in_degree().max() >= 2048
     truth = simulate(heavy_graph, "sir", 20, 50, 0.1, 0.1, seed=3, backend="cuda")
     problem = Problem(heavy_graph, "sir", 20, 50, observe(truth, schedule_times(20)), truth)
-    thread = CUDABackend(kernel="thread", reorder=False)  # plain reference: no binning, no reordering
+    # every vertex in the thread bin: one thread per vertex, whatever its degree
+    thread = CUDABackend(CUDASettings(warp_min_degree=1 << 40, hub_min_degree=1 << 40))
     cpu = CPUBackend()
     for reset in (False, True):
         a = gpu.pressures(gpu.prepare(problem), problem.prior, 0.1, 0.1, reset).log_rho.copy_to_host()
@@ -152,8 +154,8 @@ def test_binned_kernel_matches_thread_kernel(heavy_graph, gpu):
     beta_i = np.linspace(0.02, 0.4, 40)
     beta_r = np.linspace(0.3, 0.01, 40)
     ll_cpu = cpu.loglik_batch(cpu.prepare(problem), problem.prior, beta_i, beta_r)
-    exact = CUDABackend(fit_precision="float64")
-    ll_64 = exact.loglik_batch(exact.prepare(problem), problem.prior, beta_i, beta_r)
+    # the float64 re-score's passes (narrow groups), here for every candidate
+    ll_64 = gpu.passes.evaluate(gpu.prepare(problem), problem.prior, beta_i, beta_r, "narrow64", 0, {})
     REPORT["loglik_batch_float64_max_rel"] = float(np.max(np.abs(ll_64 - ll_cpu) / np.abs(ll_cpu)))
     np.testing.assert_allclose(ll_64, ll_cpu, rtol=1e-9)
     # float32 state: close near the optimum (far candidates can underflow to the log floor)
@@ -191,24 +193,23 @@ def _causal_against_cpu(problem, gpu) -> dict:
     from numba import cuda
 
     from battus.decode import hitting_times
-    from battus.kernels import causal_cpu as KC
-    from battus.kernels import causal_cuda as KD
+    from battus.kernels import causal_cpu, causal_cuda
 
     got = reconstruct(problem, method_options("battus-z"), gpu, keep_posteriors=True)
     gamma = np.ascontiguousarray(got.posteriors)
     t_inf, t_rec = hitting_times(got.states, 1), hitting_times(got.states, 2)
     host = CPUBackend().prepare(problem)
-    floor, ceiling = KC.observation_window_arrays(host.obs_times, host.obs_states, host.n, problem.T)
+    floor, ceiling = causal_cpu.observation_window_arrays(host.obs_times, host.obs_states, host.n, problem.T)
     cpu_inf, cpu_rec = t_inf.copy(), t_rec.copy()
-    before = KC.violation_census(host.indptr, host.indices, t_inf, t_rec, floor, ceiling, problem.T)
-    cpu_stats = KC.causal_repair(host.indptr, host.indices, gamma, floor, ceiling, cpu_inf, cpu_rec, problem.T)
-    after = KC.violation_census(host.indptr, host.indices, cpu_inf, cpu_rec, floor, ceiling, problem.T)
+    before = causal_cpu.violation_census(host.indptr, host.indices, t_inf, t_rec, floor, ceiling, problem.T)
+    cpu_stats = causal_cpu.causal_repair(host.indptr, host.indices, gamma, floor, ceiling, cpu_inf, cpu_rec, problem.T)
+    after = causal_cpu.violation_census(host.indptr, host.indices, cpu_inf, cpu_rec, floor, ceiling, problem.T)
     row = {"before": list(before), "after": list(after), "stats": cpu_stats.tolist(), "light": {}}
     d = {k: cuda.to_device(x) for k, x in (("indptr", host.indptr), ("indices", host.indices), ("gamma", gamma),
                                           ("times", host.obs_times), ("states", host.obs_states))}
-    for light_arcs in (KD.LIGHT_ARCS, 2):
+    for light_arcs in (causal_cuda.LIGHT_ARCS, 2):
         d_inf, d_rec = cuda.to_device(t_inf.copy()), cuda.to_device(t_rec.copy())
-        stats, d_before, d_after = KD.causal_repair_arrays(d["indptr"], d["indices"], d["gamma"], d["times"],
+        stats, d_before, d_after = causal_cuda.causal_repair_arrays(d["indptr"], d["indices"], d["gamma"], d["times"],
                                                            d["states"], d_inf, d_rec, problem.T,
                                                            light_arcs=light_arcs, census=True)
         row["light"][light_arcs] = {
@@ -260,7 +261,7 @@ def test_fit_over_two_gpus_is_identical(canonical, heavy_graph, gpu):
     two = CUDABackend(devices=(0, 1))
     try:
         warm_up(two, fit=True)
-        assert len(two._workers) == 1
+        assert len(two.pool.workers) == 1
         problems = [Problem(c.graph, c.model, c.T, c.n0, observe(c.truth, schedule_times(c.T)), c.truth, name)
                     for name, c in canonical.items()]
         truth = simulate(heavy_graph, "sir", 20, 50, 0.1, 0.1, seed=4, backend="cuda")
@@ -346,7 +347,7 @@ for n, m in ((400, 2_000), (2_000, 100_000)):  # 5 and about 50 arcs per work it
     reconstruct(problem, method_options("battus", fit_settings=FitSettings(grid_points=9, refine_points=3,
                                                                             refine_rounds=1)), backend=backend)
 after = {name: len(getattr(fit_cuda, name).overloads) for name in PAIRS}
-print(json.dumps([warm, after, means, backend.two_lane_max_arcs]))
+print(json.dumps([warm, after, means, backend.settings.two_lane_max_arcs]))
 """
 
 
