@@ -27,8 +27,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 DATASETS = ("ba-si", "er-si", "oregon2-si", "prost-si", "farmers-si", "pol-si",
             "ba-sir", "er-sir", "oregon2-sir", "prost-sir", "covid-sir", "heb-sir")
-# Battus-C is fitted Battus with the causal repair (`--causal`)
-METHODS = {"battus-z": ("battus-z", {}), "battus": ("battus", {}), "battus-c": ("battus", {"causal": True})}
+# Battus-C is Battus-Z followed by the causal repair (`--causal`); "battus+causal" repairs fitted Battus
+METHODS = {"battus-z": ("battus-z", {}), "battus": ("battus", {}), "battus-c": ("battus-z", {"causal": True}),
+           "battus+causal": ("battus", {"causal": True})}
 
 
 def digests(backend: str, datasets, methods) -> dict[str, dict]:
