@@ -1,4 +1,4 @@
-"""Table and figure rules: the files an item's registry entry reads -> one table or figure (battus.suite.report.make)."""
+"""Table and figure rules: the files an item reads -> that table or figure (battus.suite.report.make)."""
 
 import os
 import sys

@@ -6,8 +6,8 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from _common import prepare_outputs, setup_log  # noqa: E402
 
-from battus.suite import report  # noqa: E402
 from battus.files import atomic_path  # noqa: E402
+from battus.suite import report  # noqa: E402
 
 sm = snakemake  # noqa: F821
 log = setup_log(sm)
