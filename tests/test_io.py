@@ -49,6 +49,28 @@ def test_scoring_needs_truth(tmp_path):
         read_history(tmp_path / "h.h5", truth="required")
 
 
+def test_a_reconstruction_never_reads_the_truth(tmp_path):
+    write_history(tmp_path / "h.h5", toy_problem())
+    assert read_history(tmp_path / "h.h5", truth="skip").truth is None
+
+
+def test_a_hard_link_cycle_is_read_at_once(tmp_path):
+    """A group hard-linked into itself is a valid file: it is read, each object walked once."""
+    import time
+
+    import h5py
+
+    problem = toy_problem()
+    write_history(tmp_path / "h.h5", problem)
+    with h5py.File(tmp_path / "h.h5", "a") as fh:
+        fh["graph"]["loop"] = fh["graph"]
+        fh["observations"]["root"] = fh
+    started = time.monotonic()
+    back = read_history(tmp_path / "h.h5", truth="required")
+    assert time.monotonic() - started < 10  # the walk's own limit is 60 s
+    assert np.array_equal(back.truth, problem.truth)
+
+
 def test_graph_round_trip(tmp_path):
     graph = toy_problem().graph
     write_graph(tmp_path / "g.h5", graph)

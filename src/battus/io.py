@@ -100,11 +100,15 @@ _PROBE_MAX_OBJECTS = 100_000
 def _probe_walk(path: Path) -> None:
     """Touch everything a reader may touch (runs in the forked child; exceptions do not matter)."""
     seen = 0
+    visited = set()  # object identities: a group hard-linked into itself (a valid file) is walked once
     with h5py.File(path, "r") as fh:
         pending = [fh]
         while pending and seen < _PROBE_MAX_OBJECTS:
             obj = pending.pop()
             seen += 1
+            if obj.id in visited:
+                continue
+            visited.add(obj.id)
             for key in obj.attrs.keys():
                 obj.attrs[key]
             if isinstance(obj, h5py.Dataset):
