@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from battus.graph import Graph
-from battus.kernels.causal_cpu import UNANIMOUS_ROUNDS
+from battus.kernels.causal_rules import UNANIMOUS_ROUNDS
 from battus.problem import Problem, segments, settled_frame
 
 

@@ -96,9 +96,9 @@ def test_repair_matches_naive_reference(seed, model):
 @pytest.mark.parametrize("unanimous_rounds", [0, 1, 50])
 def test_round_schedule_matches_naive_reference(unanimous_rounds, monkeypatch):
     # a denser graph, so frames need several rounds and the last round of own picks matters
-    from battus.kernels import causal_cpu
+    from battus.kernels import causal_rules
 
-    monkeypatch.setattr(causal_cpu, "UNANIMOUS_ROUNDS", unanimous_rounds)
+    monkeypatch.setattr(causal_rules, "UNANIMOUS_ROUNDS", unanimous_rounds)
     problem = random_problem(7, "sir", directed=False, n=250, m=2500, T=10)
     backend, prep, gamma, t_inf, t_rec = decoded(problem)
     ref = naive_repair(problem.graph, gamma, t_inf, t_rec, problem.observations.times,
@@ -236,32 +236,32 @@ import numpy as np
 from numba import cuda
 sys.path.insert(0, sys.argv[1])
 from test_causal import random_problem, decoded
-from battus.kernels import causal_cpu as KC
-from battus.kernels import causal_cuda as KD
+from battus.backends.cuda import causal_repair
+from battus.kernels import causal_cpu, causal_rules
 results = []
 for seed, model, directed, rounds in [(0, "si", False, 2), (1, "sir", True, 2), (2, "sir", False, 0),
                                        (3, "sir", False, 50)]:
-    KC.UNANIMOUS_ROUNDS = rounds
+    causal_rules.UNANIMOUS_ROUNDS = rounds
     problem = random_problem(seed, model, directed, n=80, m=480)
     backend, prep, gamma, t_inf, t_rec = decoded(problem)
-    floor, ceiling = KC.observation_window_arrays(prep.obs_times, prep.obs_states, prep.n, problem.T)
+    floor, ceiling = causal_cpu.observation_window_arrays(prep.obs_times, prep.obs_states, prep.n, problem.T)
     d_times, d_states = cuda.to_device(prep.obs_times), cuda.to_device(prep.obs_states)
     for g in (gamma, gamma.astype(np.float32)):
         cpu_inf, cpu_rec = t_inf.copy(), t_rec.copy()
-        cpu_stats = KC.causal_repair(prep.indptr, prep.indices, g, floor, ceiling, cpu_inf, cpu_rec, problem.T)
+        cpu_stats = causal_cpu.causal_repair(prep.indptr, prep.indices, g, floor, ceiling, cpu_inf, cpu_rec, problem.T)
         d_inf, d_rec = cuda.to_device(t_inf.copy()), cuda.to_device(t_rec.copy())
         d_indptr, d_indices = cuda.to_device(prep.indptr), cuda.to_device(prep.indices)
         # light_arcs 2: most searches are finished arc by arc by the whole grid (the hub path)
-        light_arcs = 2 if seed % 2 else KD.LIGHT_ARCS
-        gpu_stats = KD.causal_repair_arrays(d_indptr, d_indices, cuda.to_device(g), d_times, d_states,
+        light_arcs = 2 if seed % 2 else causal_repair.LIGHT_ARCS
+        gpu_stats = causal_repair.causal_repair_arrays(d_indptr, d_indices, cuda.to_device(g), d_times, d_states,
                                             d_inf, d_rec, problem.T, light_arcs=light_arcs)
-        census = KD.census_device(d_indptr, d_indices, d_inf, d_rec, d_times, d_states, problem.T,
-                                  light_arcs=1 if seed % 2 else KD.LIGHT_ARCS)
+        census = causal_repair.census_device(d_indptr, d_indices, d_inf, d_rec, d_times, d_states, problem.T,
+                                  light_arcs=1 if seed % 2 else causal_repair.LIGHT_ARCS)
         results.append({
             "same": bool(np.array_equal(cpu_inf, d_inf.copy_to_host())
                          and np.array_equal(cpu_rec, d_rec.copy_to_host())),
             "stats": [cpu_stats.tolist(), gpu_stats.tolist()],
-            "census": [list(KC.violation_census(prep.indptr, prep.indices, cpu_inf, cpu_rec, floor, ceiling,
+            "census": [list(causal_cpu.violation_census(prep.indptr, prep.indices, cpu_inf, cpu_rec, floor, ceiling,
                                                 problem.T)), list(census)],
             "moved": int(np.count_nonzero(cpu_inf != t_inf)),
         })

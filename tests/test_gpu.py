@@ -192,8 +192,9 @@ def _causal_against_cpu(problem, gpu) -> dict:
     """Battus-C on the device against the CPU kernels fed the same (device) posteriors and decoded times."""
     from numba import cuda
 
+    from battus.backends.cuda import causal_repair
     from battus.decode import hitting_times
-    from battus.kernels import causal_cpu, causal_cuda
+    from battus.kernels import causal_cpu
 
     got = reconstruct(problem, method_options("battus-z"), gpu, keep_posteriors=True)
     gamma = np.ascontiguousarray(got.posteriors)
@@ -207,11 +208,11 @@ def _causal_against_cpu(problem, gpu) -> dict:
     row = {"before": list(before), "after": list(after), "stats": cpu_stats.tolist(), "light": {}}
     d = {k: cuda.to_device(x) for k, x in (("indptr", host.indptr), ("indices", host.indices), ("gamma", gamma),
                                           ("times", host.obs_times), ("states", host.obs_states))}
-    for light_arcs in (causal_cuda.LIGHT_ARCS, 2):
+    for light_arcs in (causal_repair.LIGHT_ARCS, 2):
         d_inf, d_rec = cuda.to_device(t_inf.copy()), cuda.to_device(t_rec.copy())
-        stats, d_before, d_after = causal_cuda.causal_repair_arrays(d["indptr"], d["indices"], d["gamma"], d["times"],
-                                                           d["states"], d_inf, d_rec, problem.T,
-                                                           light_arcs=light_arcs, census=True)
+        stats, d_before, d_after = causal_repair.causal_repair_arrays(d["indptr"], d["indices"], d["gamma"],
+                                                                      d["times"], d["states"], d_inf, d_rec, problem.T,
+                                                                      light_arcs=light_arcs, census=True)
         row["light"][light_arcs] = {
             "same": bool(np.array_equal(d_inf.copy_to_host(), cpu_inf)
                          and np.array_equal(d_rec.copy_to_host(), cpu_rec)),
@@ -281,7 +282,8 @@ import json
 import numpy as np
 from battus.backends.cuda import CUDABackend
 from battus.pipeline import method_options, reconstruct
-from battus.kernels import causal_cuda, infer_cuda
+from battus.backends.cuda import causal_repair
+from battus.kernels import infer_cuda
 from battus.problem import Problem, observe
 from battus.simulate import simulate
 from battus.warmup import warm_up
@@ -289,8 +291,8 @@ from battus.synth import chung_lu
 
 def compiled():
     kernels = {name: len(k.overloads) for name, k in vars(infer_cuda).items() if hasattr(k, "overloads")}
-    # the causal repair's kernels are specialized per argument kinds, both sizes at once (causal_cuda._launch)
-    kernels["causal specialized"] = [len(pair) for pair in causal_cuda._SPECIALIZED.values()]
+    # the causal repair's kernels are specialized per argument kinds, both sizes at once (causal_repair._launch)
+    kernels["causal specialized"] = [len(pair) for pair in causal_repair._SPECIALIZED.values()]
     return kernels
 
 backend = CUDABackend()
@@ -302,8 +304,8 @@ assert np.all(truth[6] != 0)  # settles at frame 6: the neutral tail of the pres
 problem = Problem(graph, "sir", 12, 200, observe(truth, np.array([6, 12])), truth)
 for reset in (False, True):
     reconstruct(problem, method_options("battus-z", reset=reset), backend=backend)
-for large_arcs in (causal_cuda.LARGE_ARCS, 1):  # then the kernel for large graphs, on this small one
-    causal_cuda.LARGE_ARCS = large_arcs
+for large_arcs in (causal_repair.LARGE_ARCS, 1):  # then the kernel for large graphs, on this small one
+    causal_repair.LARGE_ARCS = large_arcs
     reconstruct(problem, method_options("battus-z", causal=True), backend=backend)
 print(json.dumps([warm, compiled()]))
 """

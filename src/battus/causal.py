@@ -26,13 +26,13 @@ import numpy as np
 
 from .decode import hitting_times
 from .graph import Graph
-from .kernels import causal_cpu as KC
+from .kernels import causal_cpu
 
 
 def observation_window(obs_times: np.ndarray, obs_states: np.ndarray, n: int, T: int
                        ) -> tuple[np.ndarray, np.ndarray]:
     """Per vertex, the frames f at which it may be infected: onset_floor <= f < recovery_ceiling."""
-    return KC.observation_window_arrays(obs_times, obs_states, n, T)
+    return causal_cpu.observation_window_arrays(obs_times, obs_states, n, T)
 
 
 def certify_violations(graph: Graph, states: np.ndarray, obs_times: np.ndarray, obs_states: np.ndarray) -> dict:
@@ -48,5 +48,5 @@ def certify_violations(graph: Graph, states: np.ndarray, obs_times: np.ndarray, 
     floor, ceiling = observation_window(obs_times, obs_states, graph.n, T)
     indptr = np.ascontiguousarray(graph.indptr, dtype=np.int64)
     indices = np.ascontiguousarray(graph.indices, dtype=np.int32)
-    events, violations, forced = KC.violation_census(indptr, indices, t_inf, t_rec, floor, ceiling, T)
+    events, violations, forced = causal_cpu.violation_census(indptr, indices, t_inf, t_rec, floor, ceiling, T)
     return {"events": events, "violations": violations, "forced": forced, "unforced": violations - forced}

@@ -1,14 +1,15 @@
 """Numba-CUDA kernels of the graph-causal decoder (Battus-C), identical in output to the CPU kernels.
 
-The whole repair is one cooperative kernel (:func:`_repair`): a grid that
+The whole repair is one cooperative kernel (:func:`_repair_body`): a grid that
 stays resident, runs the input census, buckets the violators by onset and
 then the frames from T down to 1, with a grid-wide barrier between steps.
 A launch from Python through Numba costs about a tenth of a millisecond, so
 a launch per step and round made the frame loop launch-bound; a grid barrier
-costs a few microseconds. The kernel is compiled twice, uncapped for graphs
-below :data:`LARGE_ARCS` arcs (one block per SM: fewer blocks for each
-barrier to wait for) and capped at :data:`REPAIR_REGISTERS` registers for
-larger ones (several blocks per SM, to hide memory latency); see :func:`_launch`.
+costs a few microseconds. The kernel is compiled twice, uncapped for small
+graphs (one block per SM: fewer blocks for each barrier to wait for) and
+capped at :data:`REPAIR_REGISTERS` registers for large ones (several blocks
+per SM, to hide memory latency); :mod:`battus.backends.cuda.causal_repair`
+launches it.
 
 Work inside a step is balanced by arcs, not vertices: a vertex looking for
 support (an in-neighbour infected one frame earlier) first walks up to
@@ -19,7 +20,7 @@ per in-arc of the frame's violators, found by a binary search over their
 arc offsets. On heavy-tailed graphs a thread per vertex walked a hub's
 in-list serially while the grid idled.
 
-The rules are the plain functions of :mod:`battus.kernels.causal_cpu`
+The rules are the plain functions of :mod:`battus.kernels.causal_rules`
 compiled as device functions. Where several threads write one cell the write
 is a stamp (all the same value) or an atomic min/max/add whose result does
 not depend on the order; a violator's best supporter is the atomic minimum
@@ -42,31 +43,25 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import causal_cpu
-from .cuda_common import SHUFFLE, cuda, kernel, simulated
+from . import causal_rules
+from .cuda_common import cuda, kernel
+from .grid_cuda import THREADS, append_index, grid_scan, owner_of
 
-# The simulator runs one Python thread per CUDA thread and a cooperative grid of one block.
-THREADS = 32 if simulated() else 256
-# In-arcs a vertex walks alone before the grid finishes its search arc by arc.
-LIGHT_ARCS = 32
-# Graphs of at least LARGE_ARCS arcs run the cooperative kernel compiled with at most REPAIR_REGISTERS
-# registers, on every block that can be resident (several per SM); smaller ones run it uncapped (255 registers,
-# no spills), one block per SM, where the barriers cost less. See _launch.
-LARGE_ARCS = 1 << 24
+# The kernel's register cap on large graphs (battus.backends.cuda.causal_repair.LARGE_ARCS and up).
 REPAIR_REGISTERS = 80
 
-support_cost = cuda.jit(device=True)(causal_cpu.support_cost_py)
-self_cost = cuda.jit(device=True)(causal_cpu.self_cost_py)
-observation_window_rule = cuda.jit(device=True)(causal_cpu.observation_window_py)
-within = cuda.jit(device=True)(causal_cpu.within_py)
-support_frame = cuda.jit(device=True)(causal_cpu.support_frame_py)
-self_frame = cuda.jit(device=True)(causal_cpu.self_frame_py)
-support_key = cuda.jit(device=True)(causal_cpu.support_key_py)
-better = cuda.jit(device=True)(causal_cpu.better_py)
+support_cost = cuda.jit(device=True)(causal_rules.support_cost_py)
+self_cost = cuda.jit(device=True)(causal_rules.self_cost_py)
+observation_window_rule = cuda.jit(device=True)(causal_rules.observation_window_py)
+within = cuda.jit(device=True)(causal_rules.within_py)
+support_frame = cuda.jit(device=True)(causal_rules.support_frame_py)
+self_frame = cuda.jit(device=True)(causal_rules.self_frame_py)
+support_key = cuda.jit(device=True)(causal_rules.support_key_py)
+better = cuda.jit(device=True)(causal_rules.better_py)
 
-KIND_SUPPORT = causal_cpu.KIND_SUPPORT
-KIND_SELF = causal_cpu.KIND_SELF
-KIND_NONE = causal_cpu.KIND_NONE
+KIND_SUPPORT = causal_rules.KIND_SUPPORT
+KIND_SELF = causal_rules.KIND_SELF
+KIND_NONE = causal_rules.KIND_NONE
 NO_ID = np.iinfo(np.int32).max
 # hitting times and observation windows are packed two to an int32 (see _pack): T + 1 < 2**15
 PACK_BITS = 15
@@ -98,129 +93,6 @@ F_SELF_KEY, F_BEST_KEY, F_COST, F_KEY = 0, 1, 2, 3
 F_ROWS = 4  # float64, n
 B_STATE, B_COVERED, B_HIT, B_CHOICE_KIND = 0, 1, 2, 3
 B_ROWS = 4  # int8, n
-
-
-# ----------------------------------------------------------------------------
-# grid-wide helpers (called by every thread of the cooperative grid)
-
-
-@cuda.jit(device=True)
-def _grid_scan(vals_a, vals_b, count, out_a, out_b, block_sums, sh, grid):
-    """Two exclusive prefix sums at once (two grid barriers for both): out_x[i] = vals_x[0] + ... +
-    vals_x[i-1] for i <= count, out_x[count] the total. One array is scanned by passing it twice.
-
-    Each block scans its threads' segment sums in shared memory and publishes its total; after one
-    barrier every block adds up the totals of the blocks before it by itself (the last block all of
-    them, for the totals), in parallel. One thread walking every block's totals in turn, between two
-    barriers, had made each scan a serial chain of ~2 x 500 dependent loads (integer sums: the same
-    results either way).
-
-    ``sh`` is the block's (2, THREADS) int64 shared array, allocated by the kernel (a shared array
-    declared here would be defined once per calling function, which NVVM refuses to link);
-    ``block_sums`` holds two entries per block."""
-    tid = cuda.grid(1)
-    size = cuda.gridsize(1)
-    t = cuda.threadIdx.x
-    blocks = cuda.gridDim.x
-    b = cuda.blockIdx.x
-    seg = (count + size - 1) // size
-    lo = min(count, tid * seg)
-    hi = min(count, lo + seg)
-    own_a = 0
-    own_b = 0
-    for i in range(lo, hi):
-        own_a += vals_a[i]
-        own_b += vals_b[i]
-    sh[0, t] = own_a
-    sh[1, t] = own_b
-    cuda.syncthreads()
-    off = 1
-    while off < THREADS:
-        x_a = sh[0, t - off] if t >= off else 0
-        x_b = sh[1, t - off] if t >= off else 0
-        cuda.syncthreads()
-        sh[0, t] += x_a
-        sh[1, t] += x_b
-        cuda.syncthreads()
-        off *= 2
-    upto_a = sh[0, t]  # this thread's inclusive prefix within its block
-    upto_b = sh[1, t]
-    if t == THREADS - 1:
-        block_sums[b] = upto_a
-        block_sums[blocks + b] = upto_b
-    grid.sync()
-    last = b == blocks - 1
-    before_a = 0
-    before_b = 0
-    for k in range(t, blocks if last else b, THREADS):
-        before_a += block_sums[k]
-        before_b += block_sums[blocks + k]
-    sh[0, t] = before_a  # every thread read its own prefix before the grid barrier
-    sh[1, t] = before_b
-    cuda.syncthreads()
-    half = THREADS // 2
-    while half > 0:
-        if t < half:
-            sh[0, t] += sh[0, t + half]
-            sh[1, t] += sh[1, t + half]
-        cuda.syncthreads()
-        half //= 2
-    base_a = sh[0, 0]
-    base_b = sh[1, 0]
-    if last:  # the sum ran over every block, its own included
-        if t == 0:
-            out_a[count] = base_a
-            out_b[count] = base_b
-        base_a -= block_sums[b]
-        base_b -= block_sums[blocks + b]
-    base_a += upto_a - own_a
-    base_b += upto_b - own_b
-    for i in range(lo, hi):
-        out_a[i] = base_a
-        out_b[i] = base_b
-        base_a += vals_a[i]
-        base_b += vals_b[i]
-    grid.sync()
-
-
-@cuda.jit(device=True)
-def _append_index(ctl, slot, want):
-    """The next free index of the list counted by ``ctl[slot]`` for a lane that appends (``want``), -1
-    for one that does not, with one atomic per warp instead of one per lane: the counter is a single
-    address, on which single lanes' atomics serialize (tens of millions of appends on a
-    LiveJournal-sized graph). Every lane that reaches the call must make it (the warp's active lanes vote together).
-    Indices within a warp go by lane, which the list's readers do not see (lists are unordered)."""
-    if not SHUFFLE:  # the simulator has no warp votes
-        return cuda.atomic.add(ctl, slot, 1) if want else -1
-    mask = cuda.activemask()
-    ballot = cuda.ballot_sync(mask, want)
-    if ballot == 0:
-        return -1
-    # Numba types the vote as int32, so lane 31 makes it negative; the bit arithmetic still holds: ballot - 1
-    # only changes bits up to the lowest set one (the XOR keeps just those), and the lane mask below is
-    # zero-extended, so its AND drops the sign extension
-    leader = cuda.popc(ballot ^ (ballot - 1)) - 1  # the lowest appending lane
-    base = 0
-    if cuda.laneid == leader:
-        base = cuda.atomic.add(ctl, slot, cuda.popc(ballot))
-    base = cuda.shfl_sync(mask, base, leader)
-    if not want:
-        return -1
-    return base + cuda.popc(ballot & cuda.lanemask_lt())
-
-
-@cuda.jit(device=True)
-def _owner(ptr, count, pos):
-    """The i < count with ptr[i] <= pos < ptr[i + 1] (ptr ascending, items may be empty)."""
-    lo = 0
-    hi = count - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ptr[mid] <= pos:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 @cuda.jit(device=True)
@@ -291,7 +163,7 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
         state[i] = 1
         best[i] = top
         n_adm[i] = k
-        j = _append_index(ctl, heavy_slot, stop > end)
+        j = append_index(ctl, heavy_slot, stop > end)
         if j >= 0:
             heavy[j] = i
     grid.sync()
@@ -310,12 +182,12 @@ def _screen(indptr, indices, window, hits, t_inf, T, a, pool_size, bucket, bucke
             rest = indptr[u + 1] - indptr[u] - offset
             heavy_arcs[j] = min(rest, chunk) if state[i] == 1 and rest > 0 else 0
         grid.sync()
-        _grid_scan(heavy_arcs, heavy_arcs, n_heavy, heavy_ptr, heavy_ptr, block_sums, sh, grid)
+        grid_scan(heavy_arcs, heavy_arcs, n_heavy, heavy_ptr, heavy_ptr, block_sums, sh, grid)
         total = heavy_ptr[n_heavy]
         if total == 0:
             return
         for pos in range(tid, total, size):
-            j = _owner(heavy_ptr, n_heavy, pos)
+            j = owner_of(heavy_ptr, n_heavy, pos)
             i = heavy[j]
             if state[i] == 0:
                 continue  # support found (by another thread): best and n_adm are not needed
@@ -351,7 +223,7 @@ def _choice(i, viol, viol_b, self_key, best_key, best_id):
 @cuda.jit(device=True)
 def _arc(pos, viol_ptr, nv, viol, indptr, indices):
     """(violator index, violator, in-neighbour) of arc ``pos`` of the frame's violators."""
-    i = _owner(viol_ptr, nv, pos)
+    i = owner_of(viol_ptr, nv, pos)
     u = viol[i]
     return i, u, indices[indptr[u] + (pos - viol_ptr[i])]
 
@@ -451,7 +323,7 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
                 arr_in, light_arcs, state, best, n_adm, heavy, heavy_arcs, ctl, C_HEAVY + p, block_sums, heavy_ptr,
                 sh, grid)
         for i in range(tid, pool_size, size):
-            j = _append_index(ctl, C_VIOL + p, state[i] == 1)
+            j = append_index(ctl, C_VIOL + p, state[i] == 1)
             if j < 0:
                 continue
             u = _item(i, a, bucket, bucket_ptr, arr_in)
@@ -472,7 +344,7 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
             stats[S_SEEN] += nv
         # candidates (admissible in-neighbours, owner and id) listed once per frame, so that the rounds
         # read them in order instead of searching arc owners and windows again
-        _grid_scan(viol_arcs, viol_cand, nv, viol_ptr, cand_ptr, block_sums, sh, grid)
+        grid_scan(viol_arcs, viol_cand, nv, viol_ptr, cand_ptr, block_sums, sh, grid)
         arcs = viol_ptr[nv]
         n_cand = cand_ptr[nv]
         for pos in range(tid, arcs, size):
@@ -495,7 +367,7 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
                 first = False
                 if not covered[i]:
                     first = cuda.atomic.add(count, v, 1) == 0
-                j = _append_index(ctl, C_ROUND + r, first)
+                j = append_index(ctl, C_ROUND + r, first)
                 if first:
                     round_list[j] = v
             grid.sync()
@@ -584,7 +456,7 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
                 v = round_list[j]
                 count[v] = 0
                 selected = proposed[v] == stamp and (rejected[v] != stamp or not unanimous)
-                k = _append_index(ctl, C_ARRIVED + q, selected and t_inf[v] > f)
+                k = append_index(ctl, C_ARRIVED + q, selected and t_inf[v] > f)
                 if k >= 0:
                     t_inf[v] = f
                     arr_out[k] = v
@@ -617,152 +489,7 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
         stats[S_LEFT] = ctl[C_AFTER + 1]
 
 
-_repair = kernel(max_registers=REPAIR_REGISTERS)(_repair_body)
-_repair_per_sm = cuda.jit(_repair_body)
-
-
-_SPECIALIZED: dict = {}  # (device, argument kinds) -> ((kernel, grid blocks) per sm, (kernel, grid blocks) large)
-
-
-def _arg_kind(a):
-    """What Numba's typing sees of a launch argument (dtype, rank, layout of an array; a scalar's type)."""
-    if hasattr(a, "__cuda_array_interface__") or isinstance(a, np.ndarray):
-        return a.dtype.str, a.ndim, bool(a.flags["C_CONTIGUOUS"]), bool(a.flags["F_CONTIGUOUS"])
-    return type(a)
-
-
-def _launch(args: tuple) -> None:
-    """One cooperative launch of the repair: :func:`_repair` on every resident block for a graph of at
-    least :data:`LARGE_ARCS` arcs, else :func:`_repair_per_sm` on one block per SM. The hitting times do
-    not depend on either choice.
-
-    The uncapped kernel needs 255 registers, so only one block per SM is
-    resident; that is the faster on small graphs (Web-Stanford- and
-    Web-Google-sized), whose steps have little work each and whose grid
-    barriers then wait for fewer blocks. Capped at 80 registers, on every
-    resident block (several per SM), it is the faster on large graphs
-    (LiveJournal- and Orkut-sized), whose steps hide memory latency with the
-    extra blocks. docs/benchmarks.md has the times.
-
-    The specialized kernels and their grid sizes are kept per device and argument kinds (specializing
-    types every argument again, about a millisecond a call on the host); both are specialized together,
-    so that a warm-up on a tiny graph also compiles the one for large graphs."""
-    if simulated():
-        _repair[1, THREADS](*args)
-        return
-    key = (cuda.get_current_device().id, tuple(_arg_kind(a) for a in args))
-    found = _SPECIALIZED.get(key)
-    if found is None:
-        found = []
-        for large, dispatcher in enumerate((_repair_per_sm, _repair)):
-            specialized, resident = _specialize(dispatcher, args)
-            found.append((specialized, grid_blocks(bool(large), resident)))
-        found = _SPECIALIZED[key] = tuple(found)
-    specialized, blocks = found[is_large(args[1])]
-    specialized[blocks, THREADS](*args)
-
-
-def is_large(indices) -> bool:
-    """Whether a graph of these arcs runs :func:`_repair` (else :func:`_repair_per_sm`; see :func:`_launch`)."""
-    return indices.shape[0] >= LARGE_ARCS
-
-
-def grid_blocks(large: bool, resident: int) -> int:
-    """Blocks of the cooperative grid (:func:`_launch`): every resident one for a large graph, else one per SM."""
-    return resident if large else min(resident, cuda.get_current_device().MULTIPROCESSOR_COUNT)
-
-
-def _specialize(dispatcher, args: tuple) -> tuple:
-    """(``dispatcher`` specialized to the kinds of ``args``, its resident blocks of :data:`THREADS`)."""
-    specialized = dispatcher.specialize(*args)
-    resident = next(iter(specialized.overloads.values())).max_cooperative_grid_blocks(THREADS)
-    return specialized, max(1, resident)
-
-
-class _Workspace:
-    """Device scratch carved from one allocation (one cudaMalloc instead of ~30: ~0.1 ms each), as
-    C-contiguous arrays of the given shapes."""
-
-    def __init__(self, layout: list[tuple[tuple[int, ...], type]]) -> None:
-        offsets = []
-        total = 0
-        for shape, dtype in layout:
-            offsets.append(total)
-            total += -(-int(np.prod(shape)) * np.dtype(dtype).itemsize // 16) * 16  # 16-byte aligned
-        self.buffer = cuda.device_array(max(16, total), dtype=np.uint8)
-        self.arrays = [self._view(o, shape, np.dtype(d)) for o, (shape, d) in zip(offsets, layout, strict=True)]
-
-    def _view(self, offset: int, shape: tuple[int, ...], dtype: np.dtype):
-        size = int(np.prod(shape)) * dtype.itemsize
-        if simulated():  # the simulator's arrays are numpy arrays underneath
-            return self.buffer[offset:offset + size].view(dtype).reshape(shape)
-        # built directly on a child pointer: slicing and re-viewing a device array twice per piece costs
-        # host time in Numba for each of the ~40 pieces, more than a small graph's repair
-        from numba.cuda.cudadrv.devicearray import DeviceNDArray
-
-        strides = tuple(int(np.prod(shape[k + 1:])) * dtype.itemsize for k in range(len(shape)))
-        data = self.buffer.gpu_data.view(offset, offset + size)
-        return DeviceNDArray(shape=shape, strides=strides, dtype=dtype, gpu_data=data)
-
-
-def _run(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_inf, t_rec, T: int,
-         census_only: bool, light_arcs: int) -> tuple[np.ndarray, np.ndarray]:
-    """One launch of the repair: the hitting times ``orig_*`` (read only) repaired into ``t_*`` (the same
-    arrays to repair in place), the observation windows computed from the snapshots ``obs_times``,
-    ``obs_states`` by the kernel; returns the control counters and the stats on the host."""
-    n = t_inf.shape[0]
-    if T > MAX_T:
-        raise ValueError(f"causal decoding on the GPU needs T <= {MAX_T}, got T = {T}")
-    blocks_cap = 2 if simulated() else 1 << 17  # two entries per block (_grid_scan)
-    arcs = 1 if census_only else max(1, indices.shape[0])  # a frame's candidates can reach every arc
-    # per-vertex state is initialised by the kernel itself (no host-to-device copies of n-sized arrays)
-    ws32, ws64, wsf64, ws8, arc32, small = _Workspace([
-        ((W_ROWS, n), np.int32), ((X_ROWS, n + 1), np.int64), ((F_ROWS, n), np.float64), ((B_ROWS, n), np.int8),
-        ((2, arcs), np.int32),  # candidate owners and ids
-        ((C_SIZE + S_SIZE + 2 * (T + 2) + blocks_cap,), np.int64),  # ctl, stats, bucket_ptr, bucket_fill, block_sums
-    ]).arrays
-    args = (indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_rec, t_inf, t_rec, int(T),
-            int(causal_cpu.UNANIMOUS_ROUNDS), int(light_arcs), bool(census_only), ws32, ws64, wsf64, ws8, arc32, small)
-    _launch(args)
-    head = small[:C_SIZE + S_SIZE].copy_to_host()  # one download for both
-    return head[:C_SIZE], head[C_SIZE:]
-
-
-def census_device(indptr, indices, t_inf, t_rec, obs_times, obs_states, T: int,
-                  light_arcs: int = LIGHT_ARCS) -> tuple[int, int, int]:
-    """(events, violations, forced) of device hitting times, as :func:`causal_cpu.violation_census`."""
-    gamma = cuda.device_array((1, 1, 1), dtype=np.float32)  # not read by the census
-    ctl, _ = _run(indptr, indices, gamma, obs_times, obs_states, t_inf, t_rec, t_inf, t_rec, T, True, light_arcs)
-    return int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2])
-
-
-def _census_counts(ctl, stats) -> tuple[tuple, tuple]:
-    before = (int(ctl[C_BEFORE]), int(ctl[C_BEFORE + 1]), int(ctl[C_BEFORE + 2]))
-    after = (int(ctl[C_AFTER]), int(stats[S_LEFT]), int(stats[S_LEFT]))  # every violation left is forced
-    return before, after
-
-
-def causal_repair_arrays(indptr, indices, gamma, obs_times, obs_states, t_inf, t_rec, T: int,
-                         light_arcs: int = LIGHT_ARCS, census: bool = False):
-    """Frame rounds on device arrays, in place on ``t_inf``/``t_rec``; returns the stats vector of the CPU
-    (violators seen, self moves, rounds, violations left), and with ``census`` also the input's and the
-    output's (events, violations, forced)."""
-    ctl, stats = _run(indptr, indices, gamma, obs_times, obs_states, t_inf, t_rec, t_inf, t_rec, T, False,
-                      light_arcs)
-    if not census:
-        return stats
-    return (stats, *_census_counts(ctl, stats))
-
-
-def causal_repair_device(prep, gamma, t_inf, t_rec, T: int) -> tuple:
-    """CUDA path of :func:`battus.decode.causal_decode`: (t_inf, t_rec, counts), hitting times on the device.
-
-    The decoded times are kept (to count the vertices moved) and the repaired ones returned in new arrays,
-    which the kernel fills from the decoded ones."""
-    n = prep.n
-    out_inf = cuda.device_array(n, dtype=np.int64)
-    out_rec = cuda.device_array(n, dtype=np.int64)
-    ctl, stats = _run(prep.indptr, prep.indices, gamma, prep.obs_times, prep.obs_states, t_inf, t_rec, out_inf,
-                      out_rec, T, False, LIGHT_ARCS)
-    before, after = _census_counts(ctl, stats)
-    return out_inf, out_rec, causal_cpu.summary(before, after, stats, int(ctl[C_MOVED]))
+# compiled twice (battus.backends.cuda.causal_repair picks one per graph): capped, for every resident block of
+# a large graph, and uncapped, one block per SM
+repair_capped = kernel(max_registers=REPAIR_REGISTERS)(_repair_body)
+repair_per_sm = cuda.jit(_repair_body)

@@ -22,6 +22,7 @@ from ...kernels import causal_cuda, infer_cuda, simulate_cuda
 from ...kernels.cuda_common import BLOCK, WARP, blocks, cuda, simulated
 from ...problem import Problem
 from ..base import needs_warm_up
+from .causal_repair import causal_repair_device
 from .layout import CUDAPrepared, upload
 from .memory import DeviceMemory
 from .passes import FitPasses
@@ -254,7 +255,7 @@ class CUDABackend:
     # -- causal repair and simulation
 
     def causal_repair(self, prep: CUDAPrepared, gamma, t_inf, t_rec, T: int) -> tuple:
-        return causal_cuda.causal_repair_device(prep, gamma, t_inf, t_rec, T)
+        return causal_repair_device(prep, gamma, t_inf, t_rec, T)
 
     def simulate(self, graph: Graph, states: np.ndarray, beta_i: float, beta_r: float, seed: int,
                  same_step_recovery: bool) -> np.ndarray:
