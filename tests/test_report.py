@@ -49,7 +49,8 @@ def canonical():
 def test_canonical_table_reproduces_paper_ranks_and_means(canonical):
     spec, scores = canonical
     table = report.build_table("canonical_quality", spec, scores, published=report.read_published(PUBLISHED))
-    si, sir = (p.frame.set_index("Method") for p in table.panels)
+    si, sir = (p.frame.assign(Method=p.frame["Method"].str.removesuffix(" (published)")).set_index("Method")
+               for p in table.panels)
     # the paper's summary columns (tab:canonical-quality), rank over 12 metric columns incl. SPIN's OOM
     expected_si = {"GCN": (7.42, .8063, .2549), "SPIN": (6.00, .8596, .1812), "HERMES": (2.88, .8918, .1426),
                    "Battus": (1.79, .8957, .0935), "Battus-Z": (1.92, .8963, .0957)}
@@ -315,12 +316,16 @@ def test_controls_are_shown_but_never_ranked_or_bold(canonical):
     table = report.build_table("canonical_quality", spec, scores)
     panel = table.panels[0]
     frame = panel.frame.set_index("Method")
-    assert np.isnan(frame.at["Truth (positive control)", "Rank"])
+    # a control's rank is the place it would take; the others keep the ranks they have without it
+    assert frame.at["Truth (positive control)", "Rank"] == 1.0
     assert frame.at["Battus", "Rank"] < without.panels[0].frame.set_index("Method").at["Battus", "Rank"]
+    alone = report.build_table("canonical_quality", {**spec, "experiments": {"canonical": {
+        **spec["experiments"]["canonical"], "methods": [["battus", "default"], ["battus-z", "default"]]}}}, scores)
+    assert frame.at["Battus", "Rank"] == alone.panels[0].frame.set_index("Method").at["Battus", "Rank"]
     bold = report.bold_mask(panel)
     truth_row = list(frame.index).index("Truth (positive control)")
     assert not bold.iloc[truth_row].any() and bold.drop(index=truth_row).any().any()
-    assert "not ranked" in table.note
+    assert "never bold" in table.note and "the place it would take" in table.note
     assert set(table.tidy.loc[table.tidy["method"] == "Truth (positive control)", "source"]) == {"control"}
 
 
@@ -363,6 +368,6 @@ def test_canonical_note_says_which_comparison_flips_under_dittos_convention(cano
                                                                                          else 1.0)}}
               for k, s in scores.items()}
     table = report.build_table("canonical_quality", spec, scores, published=report.read_published(PUBLISHED))
-    assert "Battus-Z .1010 -> .1209" in table.note and "Battus .1342 -> .1535" in table.note
-    assert "Battus would no longer beat HERMES's published mean" in table.note
-    assert "Battus-Z would" not in table.note
+    assert "Battus-Z (.1010 \u2192 .1209)" in table.note and "Battus (.1342 \u2192 .1535)" in table.note
+    assert "Only Battus (.1342 \u2192 .1535) would no longer beat HERMES's published mean" in table.note
+    assert "Battus-Z beats it under both" in table.note and "Battus-Z (.1010 \u2192 .1209) would" not in table.note

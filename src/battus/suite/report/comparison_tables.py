@@ -7,8 +7,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .scores import DITTO_PUBLISHED, dataset_label, is_control, method_label, published_rows, score_of
-from .seeds import seed_mean, seeded
+from .scores import (
+    DITTO_PUBLISHED,
+    dataset_label,
+    is_control,
+    method_label,
+    protocol_text,
+    published_rows,
+    score_of,
+)
+from .seeds import seed_diff, seed_mean
 from .tables import Panel, Table, fmt_value, label_text, long_rows, panel_frame, tidy_frame
 
 CONTROLS_NOTE = " Controls (the truth, a random consistent history) check the scorer and set a floor: not ranked."
@@ -41,7 +49,9 @@ def table_datasets(spec: dict, histories: dict[str, dict]) -> Table:
         df = df.drop(columns=["Paper n", "Paper |E|"])
     formats = {"n": "int", "|E|": "int", "T": "int", "Paper n": "int", "Paper |E|": "int"}
     return Table("datasets", "Dataset statistics (|E|: arcs for directed graphs, edges otherwise)",
-                 [Panel("", df, formats)], tidy_frame(tidy))
+                 [Panel("", df, formats)], tidy_frame(tidy),
+                 protocol=("Data only (no reconstruction): T is the history's last frame; the quality tables "
+                           "observe frames {\u230aT/2\u230b, T} of it unless they say otherwise."))
 
 
 def _rank_columns(df: pd.DataFrame, metric_cols: list[tuple[str, str]]) -> pd.Series:
@@ -52,19 +62,37 @@ def _rank_columns(df: pd.DataFrame, metric_cols: list[tuple[str, str]]) -> pd.Se
     return pd.concat(ranks, axis=1).mean(axis=1)
 
 
+def negative_control(spec: dict, methods: list) -> tuple[str, str] | None:
+    """The random control among ``methods`` (a random history consistent with the observations): the
+    floor every method's margin is measured from; None where the experiment does not run it."""
+    return next(((m, v) for m, v in methods if m == "random" and is_control(spec, m, v)), None)
+
+
+def _mean_over(values: list) -> float:
+    values = [x for x in values if not pd.isna(x)]
+    return seed_mean(values) if values else np.nan
+
+
 def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd.DataFrame | None,
-                    title: str) -> tuple[Panel, pd.DataFrame, int]:
-    """One model's panel, its tidy rows and how many published baseline rows it holds."""
+                    title: str) -> tuple[Panel, pd.DataFrame, dict]:
+    """One model's panel, its tidy rows and what its notes say (published rows, the control's place).
+
+    Rows: published baselines (tagged, above a rule), then this run's methods, baselines and controls.
+    Rank averages the metric columns' ranks over every row but the controls; a control's rank is the
+    place it would take among them (they keep theirs). ``ΔF1``/``ΔNRMSE vs random``: the mean over
+    datasets of a row's value minus the random control's (seed by seed where there are seeds).
+    """
     methods = spec["experiments"]["canonical"]["methods"]
     keys = [spec["datasets"][d].get("published") for d in datasets]
-    rows, sources = [], []
+    rows, sources, names = [], [], []
     for name, values in published_rows(published, keys).items():
-        row = {"Method": name}
+        row = {"Method": f"{name} (published)"}
         for d, (f1, nrmse) in zip(datasets, values, strict=True):
             row[f"{dataset_label(spec, d)} F1"] = f1
             row[f"{dataset_label(spec, d)} NRMSE"] = nrmse
         rows.append(row)
         sources.append("published")
+        names.append(name)
     n_published = len(rows)
     for m, v in methods:
         row = {"Method": method_label(spec, m, v)}
@@ -74,54 +102,145 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
             row[f"{dataset_label(spec, d)} NRMSE"] = s["nrmse"]
         rows.append(row)
         sources.append("control" if is_control(spec, m, v) else "measured")
+        names.append(row["Method"])
     df = panel_frame(rows)
     metric_cols = [(f"{dataset_label(spec, d)} {k}", "max" if k == "F1" else "min")
                    for d in datasets for k in ("F1", "NRMSE")]
     ranked = np.array([source != "control" for source in sources])
     df["Rank"] = _rank_columns(df[ranked], metric_cols).reindex(df.index)
+    for i in np.flatnonzero(~ranked):  # where a control would place, the others keeping their ranks
+        with_it = ranked.copy()
+        with_it[i] = True
+        df.at[df.index[i], "Rank"] = _rank_columns(df[with_it], metric_cols).at[df.index[i]]
     for name, kind in (("Mean F1", "max"), ("Mean NRMSE", "min")):
         cols = [c for c, h in metric_cols if h == kind]
-        if any(seeded(x) for c in cols for x in df[c]):  # means over seeds: the mean seed by seed
-            df[name] = pd.Series([seed_mean([x for x in row if not pd.isna(x)]) if row.notna().any() else np.nan
-                                  for _, row in df[cols].iterrows()], index=df.index, dtype=object)
-        else:
-            df[name] = df[cols].mean(axis=1, skipna=True)
-    formats = {c: "metric" for c, _ in metric_cols} | {"Rank": "rank", "Mean F1": "metric", "Mean NRMSE": "metric"}
+        df[name] = pd.Series([_mean_over(list(row)) for _, row in df[cols].iterrows()], index=df.index,
+                             dtype=object)
+    negative = negative_control(spec, methods)
+    margins = {}
+    if negative is not None:
+        floor = len(rows) - len(methods) + methods.index(list(negative))
+        for kind in ("F1", "NRMSE"):
+            cols = [f"{dataset_label(spec, d)} {kind}" for d in datasets]
+            col = f"\u0394{kind} vs random"
+            margins[kind] = col
+            df[col] = pd.Series([np.nan if sources[i] == "control" else
+                                 _mean_over([seed_diff(df.at[i, c], df.at[floor, c]) for c in cols
+                                             if not pd.isna(df.at[i, c])])
+                                 for i in range(len(df))], index=df.index, dtype=object)
+    formats = ({c: "metric" for c, _ in metric_cols} | {"Rank": "rank", "Mean F1": "metric", "Mean NRMSE": "metric"}
+               | {c: "metric" for c in margins.values()})
     best = dict(metric_cols) | {"Rank": "min", "Mean F1": "max", "Mean NRMSE": "min"}
     model = title.split()[0]
     tidy = []
-    for (_, row), source in zip(df.iterrows(), sources, strict=True):
-        ids = {"model": model, "method": row["Method"], "source": source}
+    for (_, row), source, name in zip(df.iterrows(), sources, names, strict=True):
+        ids = {"model": model, "method": name, "source": source}
         for d in datasets:
+            f1, nrmse = row[f"{dataset_label(spec, d)} F1"], row[f"{dataset_label(spec, d)} NRMSE"]
+            extra = {}
+            if margins and source != "control":
+                extra = {"f1_minus_random_control": np.nan if pd.isna(f1) else
+                         seed_diff(f1, df.at[floor, f"{dataset_label(spec, d)} F1"]),
+                         "nrmse_minus_random_control": np.nan if pd.isna(nrmse) else
+                         seed_diff(nrmse, df.at[floor, f"{dataset_label(spec, d)} NRMSE"])}
             tidy += long_rows({**ids, "dataset": d, "label": dataset_label(spec, d)},
-                              {"f1": row[f"{dataset_label(spec, d)} F1"],
-                               "nrmse": row[f"{dataset_label(spec, d)} NRMSE"]})
-        tidy += long_rows({**ids, "dataset": "all", "label": "Mean"},
-                          {"mean_f1": row["Mean F1"], "mean_nrmse": row["Mean NRMSE"], "mean_rank": row["Rank"]})
+                              {"f1": f1, "nrmse": nrmse} | extra)
+        aggregate = {"mean_f1": row["Mean F1"], "mean_nrmse": row["Mean NRMSE"], "mean_rank": row["Rank"]}
+        if margins and source != "control":
+            aggregate |= {"mean_f1_minus_random_control": row[margins["F1"]],
+                          "mean_nrmse_minus_random_control": row[margins["NRMSE"]]}
+        tidy += long_rows({**ids, "dataset": "all", "label": "Mean"}, aggregate)
     controls = [i for i, source in enumerate(sources) if source == "control"]
-    return Panel(title, df, formats, best, skip_best_rows=controls), tidy_frame(tidy), n_published
+    facts = {"n_published": n_published, "n_ranked": int(ranked.sum()), "model": model}
+    if negative is not None:
+        r = df.loc[floor]
+        others = df[ranked]
+        pub = df[np.array(sources) == "published"]
+        facts["control"] = {
+            "label": r["Method"], "rank": float(r["Rank"]), "f1": float(r["Mean F1"]), "nrmse": float(r["Mean NRMSE"]),
+            "place": int((pd.to_numeric(others["Rank"]) < float(r["Rank"])).sum()) + 1,
+            "f1_beats_published": int((pd.to_numeric(pub["Mean F1"]) < float(r["Mean F1"])).sum()),
+            "nrmse_beats_published": int((pd.to_numeric(pub["Mean NRMSE"]) > float(r["Mean NRMSE"])).sum()),
+            "worse_nrmse": [(label_text(df.at[i, "Method"]), label_text(c.rsplit(" ", 1)[0]),
+                             float(df.at[i, c]), float(df.at[floor, c]))
+                            for i in range(len(df)) if sources[i] == "measured"
+                            for c, h in metric_cols if h == "min" and not pd.isna(df.at[i, c])
+                            and round(float(df.at[i, c]), 4) > round(float(df.at[floor, c]), 4)],
+        }
+    rules = [n_published] if 0 < n_published < len(rows) else []
+    return (Panel(title, df, formats, best, skip_best_rows=controls, rules_before=rules), tidy_frame(tidy),
+            facts)
+
+
+def _control_note(facts: list[dict]) -> str:
+    """What the random control's place says about the protocol, panel by panel."""
+    parts, worse = [], []
+    for f in facts:
+        c = f.get("control")
+        if not c:
+            continue
+        text = (f"{f['model']}: mean F1 {fmt_value(c['f1'], 'metric')}, NRMSE {fmt_value(c['nrmse'], 'metric')}, "
+                f"rank {c['rank']:.2f} (place {c['place']} of {f['n_ranked'] + 1})")
+        if f["n_published"]:
+            text += (f"; better mean F1 than {c['f1_beats_published']} and lower mean NRMSE than "
+                     f"{c['nrmse_beats_published']} of the {f['n_published']} published methods")
+        parts.append(text)
+        worse += [f"{m} on {d} ({fmt_value(x, 'metric')} against {fmt_value(y, 'metric')})"
+                  for m, d, x, y in c["worse_nrmse"]]
+    if not parts:
+        return ""
+    note = (" The random control (a random history consistent with the observations) is not a floor of "
+            "zero: " + "; ".join(parts) + ". Much of the score is free under this protocol (the observed "
+            "frames count and the final frame is pinned), so read every comparison through the "
+            "\u0394 vs random columns (mean over datasets of value minus the control's; \u0394F1 > 0 and "
+            "\u0394NRMSE < 0 are better than the control).")
+    if worse:
+        note += " NRMSE worse than the random control: " + "; ".join(worse) + "."
+    return note
+
+
+def canonical_title(spec: dict, datasets: list[str], what: str) -> str:
+    """A title that names the data: the canonical HERMES suite only where every dataset is one of its
+    exports (``published:`` in the config), else the datasets' groups."""
+    if all(spec["datasets"][d].get("published") for d in datasets):
+        return f"{what} on the canonical HERMES suite"
+    groups = list(dict.fromkeys(spec["datasets"][d].get("group") or "" for d in datasets))
+    groups = [g for g in groups if g]
+    return f"{what} on {', '.join(groups) if groups else 'these'} datasets (not the canonical suite)"
 
 
 def table_canonical_quality(spec: dict, scores: dict, published: pd.DataFrame | None) -> Table:
     exp = spec["experiments"]["canonical"]
-    panels, tidy, n_published = [], [], 0
+    panels, tidy, facts = [], [], []
     for model, title in (("si", "SI datasets"), ("sir", "SIR datasets")):
         if exp[model]:
-            panel, rows, n = canonical_panel(spec, scores, exp[model], published, title)
+            panel, rows, f = canonical_panel(spec, scores, exp[model], published, title)
             panels.append(panel)
             tidy.append(rows)
-            n_published += n
-    note = ("Baseline rows reproduce HERMES Table 2 (published values, data/published/hermes_table2.csv); "
-            "Battus rows are measured by this run. Rank averages the metric columns (ties share the mean "
-            "rank; a missing published value, SPIN's OOM, ranks last and is left out of its means).")
+            facts.append(f)
+    n_published = sum(f["n_published"] for f in facts)
+    note = ("Rows tagged (published) reproduce HERMES Table 2 (published values, not rerun: "
+            "data/published/hermes_table2.csv), above the rule; the rows below are measured by this run. "
+            "Rank averages the ranks of the metric columns (ties share the mean rank; a missing published "
+            "value, SPIN's OOM, ranks last and is left out of its means).")
     if not n_published:
-        note = "No published baseline applies to these datasets; only this run's methods are shown."
+        note = ("No published baseline applies to these datasets; only this run's methods are shown. Rank "
+                "averages the ranks of the metric columns (ties share the mean rank).")
     else:
+        if any(f["n_ranked"] != 11 for f in facts):
+            ranked = "; ".join(f"{f['model']} {f['n_ranked']}" for f in facts)
+            note += (f" Rows ranked: {ranked}, not the paper's 11 (its 9 published methods, Battus and "
+                     "Battus-Z): a published method's rank here is not the paper's (the paper-vs-measured "
+                     "table, paper_comparison, gives both).")
         note += convention_note(spec, scores, published)
     if spec.get("controls"):
-        note += CONTROLS_NOTE
-    return Table("canonical_quality", "Canonical reconstruction quality", panels,
-                 pd.concat(tidy, ignore_index=True), note)
+        note += (" Controls (the truth, a random consistent history) are never bold and take no rank from "
+                 "the others; a control's Rank is the place it would take among them.")
+    note += _control_note(facts)
+    datasets = exp["si"] + exp["sir"]
+    records = [score_of(scores, d, m, v) for d in datasets for m, v in exp["methods"]]
+    return Table("canonical_quality", canonical_title(spec, datasets, "Reconstruction quality"), panels,
+                 pd.concat(tidy, ignore_index=True), note, protocol_text(records))
 
 
 def convention_note(spec: dict, scores: dict, published: pd.DataFrame) -> str:
@@ -129,7 +248,7 @@ def convention_note(spec: dict, scores: dict, published: pd.DataFrame) -> str:
 
     This run's NRMSE is the paper's convention (SI keeps the 1/2 of a zero recovery term); DITTO's
     evaluation code gives sqrt(2) times that on SI. HERMES does not say which its published rows use,
-    so the note gives both and names the methods whose comparison with HERMES flips.
+    so the note gives both and says, method by method, whether its comparison with HERMES flips.
     """
     exp = spec["experiments"]["canonical"]
     datasets = exp["si"] + exp["sir"]
@@ -138,7 +257,7 @@ def convention_note(spec: dict, scores: dict, published: pd.DataFrame) -> str:
     if not all(k in hermes.index for k in keys):
         return ""
     reference = float(np.mean([hermes.at[k, "nrmse"] for k in keys]))
-    parts, flips = [], []
+    parts, flips, kept = [], [], []
     for m, v in exp["methods"]:
         if is_control(spec, m, v):
             continue
@@ -148,13 +267,22 @@ def convention_note(spec: dict, scores: dict, published: pd.DataFrame) -> str:
         paper = float(np.mean([s["nrmse"] for s in got]))
         ditto = float(np.mean([s["nrmse_ditto"] for s in got]))
         label = label_text(method_label(spec, m, v))
-        parts.append(f"{label} {fmt_value(paper, 'metric')} -> {fmt_value(ditto, 'metric')}")
+        shown = f"{label} ({fmt_value(paper, 'metric')} \u2192 {fmt_value(ditto, 'metric')})"
+        parts.append(shown)
         if (paper < reference) != (ditto < reference):
-            flips.append(label)
-    verdict = (f" {', '.join(flips)} would no longer beat HERMES's published mean under DITTO's convention."
-               if flips else " No comparison with HERMES's published mean changes.")
-    return (f" Mean NRMSE under DITTO's evaluation code (SI x sqrt(2)), against HERMES's published "
-            f"{fmt_value(reference, 'metric')} (its convention is not stated): " + "; ".join(parts) + "." + verdict)
+            flips.append(shown)
+        elif ditto < reference:
+            kept.append(label)
+    verdict = ""
+    if flips:
+        verdict += f" Only {', '.join(flips)} would no longer beat HERMES's published mean under DITTO's convention."
+    if kept:
+        verdict += f" {', '.join(kept)} beat{'s' if len(kept) == 1 else ''} it under both."
+    if not flips and not kept:
+        verdict = " No comparison with HERMES's published mean changes."
+    return (f" Mean NRMSE over the {len(datasets)} datasets, paper's convention \u2192 DITTO's evaluation code "
+            f"(SI \u00d7\u221a2), against HERMES's published {fmt_value(reference, 'metric')} (its convention is "
+            f"not stated): " + "; ".join(parts) + "." + verdict)
 
 
 def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | None = None) -> Table:
@@ -166,7 +294,7 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
     paper-convention mean is left empty rather than converted.
     """
     exp = spec["experiments"]["ditto_protocol"]
-    panels, tidy, n_published = [], [], 0
+    panels, tidy, n_published, records = [], [], 0, []
     for model, title in (("si", "SI datasets"), ("sir", "SIR datasets")):
         datasets = exp[model]
         if not datasets:
@@ -215,22 +343,28 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
         formats = {c: "metric" for c in df.columns if c != "Method"}
         best = {c: ("max" if "F1" in c else "min") for c in formats}
         controls = [i for i, source in enumerate(sources) if source == "control"]
-        panels.append(Panel(title, df, formats, best, skip_best_rows=controls))
+        n_pub = sources.count("published")
+        panels.append(Panel(title, df, formats, best, skip_best_rows=controls,
+                            rules_before=[n_pub] if 0 < n_pub < len(rows) else []))
+        records += [score_of(scores, d, m, spec["ditto_variants"][f"{m}/{v}"]) for d in datasets
+                    for m, v in exp["methods"]]
     note = ("Only the final frame observed (DITTO's protocol, KDD'23). NRMSE (DITTO) is computed as DITTO's "
-            "evaluation code does (q-rz/KDD23-DITTO inc/test.py: for SI sqrt(MSE of infection times)/(T+1), "
-            "sqrt(2) times the paper's convention, which keeps the 1/2 of a zero recovery term); SIR is the "
+            "evaluation code does (q-rz/KDD23-DITTO inc/test.py: for SI \u221a(MSE of infection times)/(T+1), "
+            "\u00d7\u221a2 the paper's convention, which keeps the 1/2 of a zero recovery term); SIR is the "
             "same under both.")
     if n_published:
         note += (f" Rows marked (published) are DITTO's own, not rerun ({DITTO_PUBLISHED}: Qiu et al., KDD'23, "
-                 "Tables 4 and 5, same protocol and convention); HERMES Table 2's DITTO row equals them, so it "
-                 "was measured with the final frame alone.")
+                 "Tables 4 and 5, same protocol and convention), above the rule; HERMES Table 2's DITTO row "
+                 "equals them, so it was measured with the final frame alone.")
     else:
         note += (" DITTO's published rows are over the canonical exports (ref. qiu2023ditto); these datasets "
                  "are not those, so none is shown.")
     if spec.get("controls"):
         note += CONTROLS_NOTE.replace("not ranked", "never bold")
-    return Table("ditto_protocol", "Canonical quality under DITTO's protocol (final frame only)", panels,
-                 tidy_frame(tidy), note)
+    datasets = exp["si"] + exp["sir"]
+    title = canonical_title(spec, datasets, "Quality under DITTO's protocol (final frame only)")
+    return Table("ditto_protocol", title, panels, tidy_frame(tidy), note,
+                 protocol_text(records, conventions=("ditto", "paper"), schedule="final"))
 
 
 def table_calibration(spec: dict, scores: dict) -> Table:
@@ -263,8 +397,10 @@ def table_calibration(spec: dict, scores: dict) -> Table:
             "the (S, I, R) probabilities to the true state; log-loss floored at 1e-15; ECE: expected calibration "
             "error of P(I or R) in 10 bins; overconfidence: mean probability of the most likely state minus how "
             "often it is right (positive = overconfident). " + "; ".join(verdicts) + ".")
+    records = [score_of(scores, d, m, v) for d in exp["datasets"] for m, v in exp["methods"]]
+    protocol = protocol_text(records, scorer="unobserved", conventions=()) + " No NRMSE."
     return Table("calibration", "Calibration of the posterior marginals", [Panel("", df, formats, best)],
-                 tidy_frame(tidy), note)
+                 tidy_frame(tidy), note, protocol)
 
 
 def table_unobserved_quality(spec: dict, scores: dict) -> Table:
@@ -290,7 +426,10 @@ def table_unobserved_quality(spec: dict, scores: dict) -> Table:
     df = panel_frame(rows)
     formats = {c: "metric" for c in df.columns if c != "Method"}
     best = {c: ("max" if c.endswith("F1") else "min") for c in formats}
-    return Table("unobserved_quality", "Mean canonical quality with and without the observed frames",
+    records = [score_of(scores, d, m, v) for d in datasets for m, v in exp["methods"]]
+    return Table("unobserved_quality",
+                 canonical_title(spec, datasets, "Mean quality with and without the observed frames"),
                  [Panel("", df, formats, best, skip_best_rows=controls)], tidy_frame(tidy),
                  f"Means over {len(datasets)} datasets; unobserved-only drops every observed frame."
-                 + (CONTROLS_NOTE.replace("not ranked", "never bold") if controls else ""))
+                 + (CONTROLS_NOTE.replace("not ranked", "never bold") if controls else ""),
+                 protocol_text(records, scorer="both"))

@@ -98,6 +98,44 @@ def protocol_of(observed_times: list[int], T: int) -> str:
     return "custom"
 
 
+NRMSE_CONVENTION = {
+    "paper": ("NRMSE: the paper's convention, 1/(T+1)\u00b7\u221a((MSE(h^I) + MSE(h^R))/2) of hitting times "
+              "(never reached = T+1), on SI the recovery term 0 with its 1/2 kept"),
+    "ditto": ("NRMSE (DITTO): as DITTO's evaluation code computes it, on SI without the 1/2 (\u00d7\u221a2 "
+              "the paper's convention), on SIR the same"),
+}
+
+
+def protocol_text(records: list[dict], scorer: str = "hermes", conventions: tuple[str, ...] = ("paper",),
+                  schedule: str = "benchmark") -> str:
+    """One sentence that says how the scores of ``records`` were made: the frames observed (from the
+    records' ``observed_times`` and ``T``; ``schedule`` where a record does not say), whether the final
+    frame is pinned, which frames are scored and the NRMSE ``conventions`` shown."""
+    seen = {(r["T"], tuple(r["observed_times"])) for r in records if "observed_times" in r and "T" in r}
+    names = {protocol_of(list(times), T) for T, times in seen} or {schedule}
+    described = {"benchmark": "{\u230aT/2\u230b, T} (HERMES's two-snapshot protocol)",
+                 "final": "{T} only (DITTO's single-snapshot protocol)"}
+    what = " and ".join(described.get(n, "a custom schedule") for n in sorted(names))
+    text = f"Protocol: observed frames {what}"
+    if seen:
+        shown = sorted(seen)
+        frames = "; ".join(f"T = {T}: {{{', '.join(map(str, times))}}}" for T, times in shown[:6])
+        text += f" ({frames}{'; ...' if len(shown) > 6 else ''})"
+    if scorer == "unobserved":
+        text += "; scored on the unobserved frames only (every observed frame dropped)"
+    elif scorer == "both":
+        text += ("; HERMES-compatible scores pin the predicted final frame to the observed one and score "
+                 "every frame, unobserved-only scores drop every observed frame")
+    elif scorer == "causal":
+        text += "; violation rates of the predicted history as reconstructed (no frame pinned)"
+    elif scorer == "hermes":
+        text += "; the predicted final frame pinned to the observed one, every frame scored (HERMES-compatible)"
+    text += "."
+    for c in conventions:
+        text += f" {NRMSE_CONVENTION[c]}."
+    return text
+
+
 def scores_long(runs: list, paths: list, seeds: dict, replicates: dict | None = None) -> pd.DataFrame:
     """Every number of every score file, one row each (SCORES_COLUMNS): the leaderboard's input.
 

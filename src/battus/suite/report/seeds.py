@@ -98,6 +98,17 @@ def seed_mean(values, reduce=np.mean) -> float:
     return SeedStat(reduce(per_seed, axis=0))
 
 
+def seed_diff(a, b) -> float:
+    """``a - b`` seed by seed where both are means over the same number of seeds (a number without
+    seeds counts the same in every seed), else the plain difference of the means."""
+    counts = {v.n for v in (a, b) if seeded(v)}
+    if len(counts) != 1:
+        return float(a) - float(b)
+    n = counts.pop()
+    per_seed = [v.values if seeded(v) else np.full(n, float(v)) for v in (a, b)]
+    return SeedStat(per_seed[0] - per_seed[1])
+
+
 def merge_seeds(records: list):
     """One score record from the records of several seeds: every number that differs between
     seeds (and every float) becomes a SeedStat, equal integers stay, anything else (strings,

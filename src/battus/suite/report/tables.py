@@ -11,8 +11,11 @@ A :class:`Table` holds wide :class:`Panel` objects for reading and one tidy long
   says how they aggregate (``mean_f1``, ``geomean_time_ms``; a pooled
   ``violation_fraction`` is event-weighted). Every cell is filled: a value
   that was not reported (SPIN's OOM) is a missing row, not a blank cell.
-- Markdown and LaTeX (booktabs): the wide panels, best values in bold, the
-  paper's ``.8726`` number style, violation rates in percent (headers say %).
+- Markdown and LaTeX (booktabs): the wide panels, best values in bold (:data:`BOLD_RULE`), the
+  paper's ``.8726`` number style, violation rates in percent (headers say %). The LaTeX is a
+  ``table*`` float whose tabulars shrink to the text width where wider (``\\resizebox``), with
+  math for symbols (``β^I`` is ``$\\beta^I$``, ``±`` is ``$\\pm$``): it compiles in a plain
+  ``article`` with booktabs and graphicx.
 
 Means over seeds (:class:`~battus.suite.report.seeds.SeedStat`) print ``mean ± sd`` (sample sd,
 ddof 1) in Markdown and LaTeX; the tidy CSV gives the mean under the metric's own name plus
@@ -35,6 +38,10 @@ import pandas as pd
 
 from .seeds import SeedStat, seeded
 
+BOLD_RULE = ("Bold: the best value of a column (or row) among the rows ranked; a mean over seeds only "
+             "where its 95% interval does not overlap the runner-up's, else none; values of one run "
+             "where best at the printed precision (ties all bold); controls and single timings never.")
+
 
 def label_text(text: str, latex: bool = False) -> str:
     """A config label as printed: ``--``/``---`` become an en/em dash (PNG, Markdown, CSV);
@@ -54,7 +61,7 @@ class Panel:
     best: dict[str, str] = field(default_factory=dict)  # column -> max|min (within the column)
     best_by: list[str] = field(default_factory=list)  # bold within groups of these columns
     row_best: tuple[list[str], str] | None = None  # (columns, max|min): bold the best of each row
-    skip_best_rows: list[int] = field(default_factory=list)  # rows excluded from column bests
+    skip_best_rows: list[int] = field(default_factory=list)  # rows never bold (controls): not in any best
     rules_before: list[int] = field(default_factory=list)  # LaTeX \midrule before these rows
 
 
@@ -67,6 +74,12 @@ class Table:
     panels: list[Panel]
     tidy: pd.DataFrame  # the CSV: one row per number (module docstring)
     note: str = ""
+    protocol: str = ""  # how its numbers were made: frames observed, final frame pinned, NRMSE convention
+
+    def caption_text(self) -> str:
+        """The full caption: the title, the protocol and, where a panel bolds, the bold rule."""
+        bolds = any(p.best or p.row_best for p in self.panels)
+        return " ".join(x for x in (f"{self.caption}.", self.protocol, BOLD_RULE if bolds else "") if x)
 
 
 def long_rows(ids: dict, metrics: dict) -> list[dict]:
@@ -133,7 +146,39 @@ def fmt_value(value, kind: str) -> str:
     return str(value)
 
 
+def _interval(value) -> tuple[float, float]:
+    """A value's 95% interval: over seeds for a mean over seeds, else the value at the printed
+    precision (four decimals)."""
+    if seeded(value):
+        return value.ci95()
+    x = round(float(value), 4)
+    return x, x
+
+
+def best_cells(values: dict, how: str) -> list:
+    """The keys of ``values`` (numbers, NaN = none) bold under :data:`BOLD_RULE`.
+
+    The best mean wins alone where no other value's interval (:func:`_interval`) overlaps its own;
+    where the only overlaps are exact ties of single-run values all of them win; an overlap that
+    involves a mean over seeds is not a difference the table can show: none wins.
+    """
+    values = {k: v for k, v in values.items() if v is not None and not pd.isna(v)}
+    if not values:
+        return []
+    means = {k: round(float(v), 4) for k, v in values.items()}
+    best = max(means.values()) if how == "max" else min(means.values())
+    lead = [k for k, m in means.items() if m == best]
+    low, high = min(_interval(values[k])[0] for k in lead), max(_interval(values[k])[1] for k in lead)
+    tied = [k for k in values if _interval(values[k])[0] <= high and _interval(values[k])[1] >= low]
+    if any(seeded(values[k]) for k in tied) and len(tied) > 1:
+        return []
+    return tied
+
+
 def bold_mask(panel: Panel) -> pd.DataFrame:
+    """Where a panel prints bold (:data:`BOLD_RULE`): within each column (groups of ``best_by``) and
+    each row of ``row_best``; rows of ``skip_best_rows`` (controls) are never bold nor compared;
+    a time column (``ms``) only where every value compared is a mean over repeated runs."""
     df = panel.frame
     mask = pd.DataFrame(False, index=df.index, columns=df.columns)
     eligible = ~df.index.isin(df.index[panel.skip_best_rows]) if panel.skip_best_rows else np.ones(len(df), bool)
@@ -144,17 +189,20 @@ def bold_mask(panel: Panel) -> pd.DataFrame:
         if col not in df:
             continue
         for idx in groups:
-            values = pd.to_numeric(df.loc[idx, col], errors="coerce").round(4)
-            if values.notna().any():
-                target = values.max() if how == "max" else values.min()
-                mask.loc[values.index[values == target], col] = True
+            cells = {i: df.at[i, col] for i in idx}
+            cells = {i: (v if seeded(v) else pd.to_numeric(v, errors="coerce")) for i, v in cells.items()}
+            if panel.formats.get(col) == "ms" and not all(seeded(v) for v in cells.values() if not pd.isna(v)):
+                continue  # a single timing on a shared machine is not a difference worth bold
+            for i in best_cells(cells, how):
+                mask.at[i, col] = True
     if panel.row_best:
         cols, how = panel.row_best
         cols = [c for c in cols if c in df]
-        values = df[cols].apply(pd.to_numeric, errors="coerce").round(4)
-        target = values.max(axis=1) if how == "max" else values.min(axis=1)
-        for col in cols:
-            mask.loc[values[col] == target, col] = True
+        for i in df.index[eligible]:
+            cells = {c: (df.at[i, c] if seeded(df.at[i, c]) else pd.to_numeric(df.at[i, c], errors="coerce"))
+                     for c in cols}
+            for c in best_cells(cells, how):
+                mask.at[i, c] = True
     return mask
 
 
@@ -170,11 +218,35 @@ def formatted_panel(panel: Panel, bold) -> pd.DataFrame:
     return out
 
 
+# symbols printed as math in LaTeX (Markdown and CSV keep the Unicode); longest first
+_TEX_MATH = (
+    ("1/(T+1)\u00b7\u221a((MSE(h^I) + MSE(h^R))/2)", r"$\frac{1}{T+1}\sqrt{(\mathrm{MSE}(h^I)+\mathrm{MSE}(h^R))/2}$"),
+    ("{\u230aT/2\u230b, T}", r"$\{\lfloor T/2\rfloor, T\}$"), ("{T}", r"$\{T\}$"),
+    ("\u230aT/2\u230b", r"$\lfloor T/2\rfloor$"), ("\u00d7\u221a2", r"$\times\sqrt{2}$"), ("\u221a2", r"$\sqrt{2}$"),
+    ("\u03b2^I", r"$\beta^I$"), ("\u03b2^R", r"$\beta^R$"), ("h^I", r"$h^I$"), ("h^R", r"$h^R$"), ("|E|", r"$|E|$"),
+    ("\u00b1", r"$\pm$"), ("\u2192", r"$\rightarrow$"), ("\u00d7", r"$\times$"), ("\u0394", r"$\Delta$"),
+    ("\u2212", r"$-$"), ("\u2265", r"$\geq$"), ("\u2264", r"$\leq$"), ("\u03c4", r"$\tau$"), ("\u03b2", r"$\beta$"),
+    ("\u221a", r"$\surd$"), ("\u00b7", r"$\cdot$"), ("\u2248", r"$\approx$"), ("<", r"$<$"), (">", r"$>$"),
+    ("|", r"$|$"),
+)
+
+
 def _tex_escape(text: str) -> str:
+    """Plain text as LaTeX: special characters escaped, dashes as ``--``, symbols as math."""
+    text = label_text(text, latex=True)
+    marks = {}
+    for k, (symbol, tex) in enumerate(_TEX_MATH):
+        if symbol in text:
+            marks[f"\x00{k}\x00"] = tex
+            text = text.replace(symbol, f"\x00{k}\x00")
     for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"),
-                 ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+                 ("$", r"\$"), ("{", r"\{"), ("}", r"\}"), ("^", r"\textasciicircum{}"),
+                 ("~", r"\textasciitilde{}")):
         text = text.replace(a, b)
-    return label_text(text, latex=True).replace("\u00b1", r"$\pm$")
+    text = text.replace("\u2026", r"\ldots{}")
+    for mark, tex in marks.items():
+        text = text.replace(mark, tex)
+    return text
 
 
 def _with_midrules(latex: str, rows_before: list[int]) -> str:
@@ -191,16 +263,14 @@ def _with_midrules(latex: str, rows_before: list[int]) -> str:
     return "\n".join(out)
 
 
-def _tex_cell_pm(text: str) -> str:
-    """A LaTeX cell whose ``mean ± sd`` prints the ± in math mode."""
-    return _tex_cell(text).replace("\u00b1", r"$\pm$")
-
-
 def _tex_cell(text: str) -> str:
-    if text.startswith(r"\textbf"):
-        return text
+    """A LaTeX cell: a value marked bold by :func:`formatted_panel` as ``\\textbf``, an indented
+    label after ``\\quad``, the rest escaped (``±`` in math mode)."""
+    bold = text.startswith("\x01") and text.endswith("\x01")
+    text = text.strip("\x01")
     indent = len(text) - len(text.lstrip(" "))
-    return (r"\quad " if indent else "") + _tex_escape(text.lstrip(" "))
+    cell = (r"\quad " if indent else "") + _tex_escape(text.lstrip(" "))
+    return rf"\textbf{{{cell}}}" if bold else cell
 
 
 def table_csv(table: Table) -> str:
@@ -214,6 +284,9 @@ def table_csv(table: Table) -> str:
 
 def table_markdown(table: Table) -> str:
     parts = [f"### {label_text(table.caption)}", ""]
+    rest = table.caption_text()[len(table.caption) + 2:]
+    if rest:
+        parts += [f"*{label_text(rest)}*", ""]
     for panel in table.panels:
         if len(table.panels) > 1 or panel.title:
             parts += [f"**{label_text(panel.title)}**", ""]
@@ -225,27 +298,35 @@ def table_markdown(table: Table) -> str:
     return "\n".join(parts)
 
 
+WIDE_COLUMNS = 8  # a table with more columns than this spans both columns of a two-column paper
+
+
 def table_latex(table: Table) -> str:
+    """The table as a booktabs float: ``table*`` where wide, each tabular shrunk to the text width
+    where its natural width is more (``\\resizebox`` with ``\\width``: never enlarged)."""
+    wide = max(len(p.frame.columns) for p in table.panels) > WIDE_COLUMNS if table.panels else False
+    env = "table*" if wide else "table"
     parts = [
-        f"% {table.name}: generated by battus.suite.report (booktabs); do not edit",
-        r"\begin{table}[t]",
-        rf"\caption{{{_tex_escape(table.caption)}}}",
+        f"% {table.name}: generated by battus.suite.report (booktabs, graphicx); do not edit",
+        rf"\begin{{{env}}}[t]",
+        rf"\caption[{_tex_escape(table.caption)}]{{{_tex_escape(table.caption_text())}}}",
         rf"\label{{tab:{table.name.replace('_', '-')}}}",
         r"\centering",
         r"\scriptsize",
     ]
     for panel in table.panels:
-        shown = formatted_panel(panel, lambda s: rf"\textbf{{{s}}}")
-        shown = shown.apply(lambda col: col.map(_tex_cell_pm))
+        shown = formatted_panel(panel, lambda s: f"\x01{s}\x01")
+        shown = shown.apply(lambda col: col.map(_tex_cell))
         shown.columns = [_tex_escape(str(c)) for c in shown.columns]
         align = "".join("l" if panel.formats.get(c, "str") == "str" else "r" for c in panel.frame.columns)
         if len(table.panels) > 1 or panel.title:
             parts.append(rf"\par\smallskip\emph{{{_tex_escape(panel.title)}}}\par")
-        parts.append(_with_midrules(shown.to_latex(index=False, escape=False, column_format=align).rstrip(),
-                                    panel.rules_before))
+        tabular = _with_midrules(shown.to_latex(index=False, escape=False, column_format=align).rstrip(),
+                                 panel.rules_before)
+        parts += [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%", tabular + "}"]
     if table.note:
-        parts.append(rf"\par\smallskip{{\footnotesize {_tex_escape(table.note)}}}")
-    parts.append(r"\end{table}")
+        parts.append(rf"\par\smallskip{{\footnotesize {_tex_escape(table.note)}\par}}")
+    parts.append(rf"\end{{{env}}}")
     return "\n".join(parts) + "\n"
 
 
