@@ -106,3 +106,26 @@ def test_ditto_protocol_table_prints_mean_and_sd_over_seeds(tmp_path):
     mean = tidy[(tidy["method"] == "Battus-Z") & (tidy["model"] == "si") & (tidy["dataset"] == "all")]
     assert set(mean["metric"]) >= {"mean_f1", "mean_f1_sd", "mean_f1_ci95_low", "mean_f1_n_seeds"}
     assert mean.set_index("metric").at["mean_f1", "value"] == pytest.approx(0.82)
+
+
+def test_paper_tables_transcription_agrees_with_the_other_published_files():
+    """battus_paper_tables.csv (the paper's tables, one row per number) holds the same canonical cells as
+    hermes_table2.csv (baselines) and battus_paper.csv (Battus, Battus-Z), and six-dataset means that are
+    the means of its own cells (SPIN's OOM left out)."""
+    tables = report.read_published(ROOT / "data/published/battus_paper_tables.csv")
+    cells = tables[(tables["table"] == "canonical-quality") & tables["metric"].isin(["f1", "nrmse"])]
+    wide = cells.pivot_table(index=["method", "dataset"], columns="metric", values="value")
+    for path in (HERMES, ROOT / "data/published/battus_paper.csv"):
+        for row in report.read_published(path).itertuples():
+            for metric in ("f1", "nrmse"):
+                expected = getattr(row, metric)
+                if np.isnan(expected):
+                    assert (row.method, row.dataset) not in wide.index or np.isnan(wide.at[(row.method, row.dataset),
+                                                                                          metric])
+                else:
+                    assert wide.at[(row.method, row.dataset), metric] == expected, (row.method, row.dataset)
+    means = tables[tables["metric"].isin(["mean_f1", "mean_nrmse"])]
+    for row in means.itertuples():
+        own = cells[(cells["method"] == row.method) & (cells["metric"] == row.metric.removeprefix("mean_"))
+                    & cells["dataset"].str.endswith(f"-{row.dataset}")]["value"]
+        assert len(own) == 6 and abs(own.mean() - row.value) <= 0.00051, (row.method, row.dataset, row.metric)

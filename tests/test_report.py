@@ -85,7 +85,11 @@ def test_write_table_formats(tmp_path, canonical):
     assert "BA\u2013SI F1" in md and not [line for line in text if "--" in line]
     tex = paths[2].read_text()
     assert r"\toprule" in tex and r"\bottomrule" in tex and r"\textbf{1.79}" in tex
-    assert r"\label{tab:canonical-quality}" in tex and "BA--SI F1" in tex and "\u2013" not in tex
+    assert r"\label{tab:canonical-quality}" in tex and r"\multicolumn{2}{c}{BA--SI}" in tex and "\u2013" not in tex
+    assert r"\begin{table*}" in tex and r"\resizebox" in tex and tex.isascii()
+    # published rows tagged and above a rule, the run's rows below
+    assert "GCN (published)" in tex and tex.index("HERMES (published)") < tex.index(r"\midrule", tex.index(
+        "HERMES (published)")) < tex.index("Battus &")
 
 
 def test_feasibility_csv_stores_fractions_and_counts_under_their_names(canonical, tmp_path):
@@ -371,3 +375,95 @@ def test_canonical_note_says_which_comparison_flips_under_dittos_convention(cano
     assert "Battus-Z (.1010 \u2192 .1209)" in table.note and "Battus (.1342 \u2192 .1535)" in table.note
     assert "Only Battus (.1342 \u2192 .1535) would no longer beat HERMES's published mean" in table.note
     assert "Battus-Z beats it under both" in table.note and "Battus-Z (.1010 \u2192 .1209) would" not in table.note
+
+
+def test_bold_needs_a_difference_beyond_the_intervals():
+    """A mean over seeds is bold only where its 95% interval clears the runner-up's; exact ties of
+    single runs are all bold; controls and single timings never."""
+    stat = report.SeedStat
+    df = pd.DataFrame({"M": ["a", "b", "c"]})
+    df["F1"] = pd.Series([stat([0.8691, 0.8672, 0.8710]), stat([0.8688, 0.8649, 0.8727]), 0.5], dtype=object)
+    df["Far"] = pd.Series([stat([0.90, 0.91, 0.92]), stat([0.70, 0.71, 0.72]), 0.5], dtype=object)
+    df["Time"] = [1.0, 2.0, 3.0]
+    df["Tie"] = [0.9, 0.9, 0.95]
+    panel = report.Panel("", df, {"F1": "metric", "Far": "metric", "Time": "ms", "Tie": "metric"},
+                         {"F1": "max", "Far": "max", "Time": "min", "Tie": "max"}, skip_best_rows=[2])
+    mask = report.bold_mask(panel)
+    assert not mask["F1"].any()  # .8691 +- .0019 against .8688 +- .0039: no difference shown
+    assert mask["Far"].tolist() == [True, False, False]
+    assert not mask["Time"].any()  # a single timing on a shared machine
+    assert mask["Tie"].tolist() == [True, True, False]  # the control's .95 is not compared
+
+
+def _with_random(canonical):
+    spec, scores = canonical
+    spec = {**spec, "experiments": {"canonical": {**spec["experiments"]["canonical"], "methods": [
+        ["battus", "default"], ["battus-z", "default"], ["truth", "default"], ["random", "default"]]}},
+            "labels": {**spec["labels"], "truth/default": "Truth (positive control)",
+                       "random/default": "Random (negative control)"},
+            "controls": ["random/default", "truth/default"]}
+    scores = dict(scores)
+    for key in list(scores):
+        dataset, method, _ = key.split("|")
+        if method == "battus":
+            s = scores[key]
+            scores[f"{dataset}|truth|default"] = _score(1.0, 0.0, s["model"], pv=0)
+            scores[f"{dataset}|random|default"] = _score(s["hermes"]["f1"] - 0.05, 0.13, s["model"], pv=5)
+    return spec, scores
+
+
+def test_canonical_ranks_the_random_control_and_gives_margins_over_it(canonical):
+    spec, scores = _with_random(canonical)
+    table = report.build_table("canonical_quality", spec, scores, published=report.read_published(PUBLISHED))
+    si = table.panels[0].frame.set_index("Method")
+    # NRMSE .13 beats every published SI method's (HERMES .1426): the control places high, marked as such
+    assert 1 < si.at["Random (negative control)", "Rank"] < si.at["GRIN (published)", "Rank"]
+    assert np.isnan(si.at["Random (negative control)", "\u0394 vs random F1"])
+    assert si.at["Battus", "\u0394 vs random F1"] == pytest.approx(0.05)
+    assert si.at["Battus-Z", "\u0394 vs random NRMSE"] == pytest.approx(si.at["Battus-Z", "Mean NRMSE"] - 0.13)
+    tidy = table.tidy
+    margin = tidy[(tidy["method"] == "HERMES") & (tidy["metric"] == "mean_nrmse_minus_random_control")]
+    assert margin["value"].tolist() == pytest.approx([0.1426 - 0.13, 0.1540 - 0.13], abs=1e-4)
+    assert "lower mean NRMSE than 9 of the 9 published methods" in table.note and "not a floor" in table.note
+    assert "Protocol: observed frames" in table.caption_text() and "NRMSE: the paper's convention" in table.protocol
+    assert table.caption == "Reconstruction quality on the canonical HERMES suite"
+
+
+def test_feasibility_lists_the_truth_once_and_bolds_only_the_methods_under_test(canonical):
+    spec, scores = _with_random(canonical)
+    table = report.build_table("feasibility_sensitivity", spec, scores)
+    panel = table.panels[0]
+    assert [c for c in panel.frame.columns if "Truth" in c] == ["Truth (%)"]
+    mask = report.bold_mask(panel)
+    assert not mask["Truth (%)"].any() and not mask["Random (negative control) (%)"].any()
+    assert mask[["Battus (%)", "Battus-Z (%)"]].any(axis=1).all()
+    assert table.caption == "Causal feasibility" and not panel.title.startswith("Panel A")
+
+
+def test_paper_comparison_puts_the_papers_numbers_beside_ours(canonical):
+    spec, scores = _with_random(canonical)
+    scores = dict(scores)
+    farmers = scores["brfarmers-si|battus|default"]
+    scores["brfarmers-si|battus|default"] = {**farmers, "hermes": {"f1": 0.9035, "nrmse": 0.0853}}
+    paper = report.read_published(ROOT / "data/published/battus_paper_tables.csv")
+    from battus.suite.report.comparison_tables import table_paper_comparison
+
+    table = table_paper_comparison(spec, scores, paper)
+    cells = table.panels[0].frame
+    row = cells[(cells["Method"] == "Battus") & (cells["Dataset"] == "BrFarmers--SI")].iloc[0]
+    assert row["F1 paper"] == 0.9071 and row["\u0394F1"] == pytest.approx(0.9035 - 0.9071)
+    assert "Battus BrFarmers\u2013SI F1 .9035 (paper .9071)" in table.note
+    ranks = table.panels[1].frame.set_index(["Method", "Panel"])
+    # this run ranks the random control apart: published ranks stay the paper's, means too
+    assert ranks.at[("HERMES (published)", "SI"), "Rank paper"] == 2.88
+    assert ranks.at[("BRITS (published)", "SI"), "Mean F1 here"] == pytest.approx(0.5668, abs=1e-4)
+    tidy = table.tidy
+    assert {"paper_f1", "f1", "f1_minus_paper", "paper_mean_rank", "mean_rank"} <= set(tidy["metric"])
+
+
+def test_no_mean_row_over_a_single_dataset(tmp_path):
+    spec, scores = _grid_spec(tmp_path)
+    tau = {**spec["experiments"]["tau"], "datasets": ["a"]}
+    one = {**spec, "experiments": {**spec["experiments"], "tau": tau}}
+    table = report.build_table("tau_sensitivity", one, scores)
+    assert all("Mean" not in list(p.frame["Dataset"]) for p in table.panels)

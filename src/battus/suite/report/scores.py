@@ -62,10 +62,12 @@ def is_control(spec: dict, m: str, v: str) -> bool:
 
 
 def read_published(path: str | Path) -> pd.DataFrame:
-    """Published rows: method, dataset, f1, nrmse (empty = not reported, note says why)."""
+    """Published rows: method, dataset, f1, nrmse (empty = not reported, note says why), or the paper's
+    tables one row per number (table, method, dataset, metric, value)."""
     df = pd.read_csv(path, comment="#")
-    for col in ("f1", "nrmse"):
-        df[col] = pd.to_numeric(df[col], errors="coerce")
+    for col in ("f1", "nrmse", "value"):  # wide rows (f1, nrmse) or one row per number (value)
+        if col in df:
+            df[col] = pd.to_numeric(df[col], errors="coerce")
     return df
 
 
@@ -83,6 +85,7 @@ def published_rows(published: pd.DataFrame | None, keys: list[str | None]) -> di
 
 
 DITTO_PUBLISHED = "data/published/ditto_kdd23.csv"
+PAPER_TABLES = "data/published/battus_paper_tables.csv"
 
 
 SCORES_COLUMNS = ["dataset", "protocol", "method", "variant", "seed", "metric", "convention", "value"]

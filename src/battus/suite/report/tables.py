@@ -126,6 +126,12 @@ def tidy_frame(rows: list[dict]) -> pd.DataFrame:
 def fmt_value(value, kind: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "--"
+    text = _fmt_value(value, kind)
+    # a difference that rounds to zero prints without a sign
+    return text[1:] if text.startswith("-") and not text.strip("-0.,") else text
+
+
+def _fmt_value(value, kind: str) -> str:
     if seeded(value) and kind in ("metric", "pct", "ms"):
         # a mean over seeds: mean ± sample sd
         return f"{fmt_value(float(value), kind)} \u00b1 {fmt_value(value.sd, kind)}"
@@ -249,18 +255,64 @@ def _tex_escape(text: str) -> str:
     return text
 
 
-def _with_midrules(latex: str, rows_before: list[int]) -> str:
-    """Insert ``\\midrule`` before the given data rows of a booktabs tabular."""
-    if not rows_before:
-        return latex
-    lines = latex.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip() == r"\midrule") + 1
-    out = lines[:start]
-    for k, line in enumerate(lines[start:]):
-        if k in rows_before and k > 0 and line.strip() != r"\bottomrule":
-            out.append(r"\midrule")
-        out.append(line)
-    return "\n".join(out)
+def column_groups(columns: list[str]) -> list[tuple[str, list[str]]]:
+    """Runs of adjacent columns named ``<group> <sub>`` with one group (``BA--SI F1``, ``BA--SI NRMSE``):
+    (group, subheads); a column of no run is its own ("", [name]). The LaTeX prints the group once,
+    spanning its subheads, which keeps wide tables narrow."""
+    def split(c: str) -> list[str]:  # a trailing "(...)" belongs to the subhead: "NRMSE (DITTO)"
+        head, paren = (c[:c.rindex(" (")], c[c.rindex(" ("):]) if c.endswith(")") and " (" in c else (c, "")
+        return head.rsplit(" ", 1)[:1] + [head.rsplit(" ", 1)[1] + paren] if " " in head else ["", c]
+
+    split = [split(c) for c in columns]
+    out: list[tuple[str, list[str]]] = []
+    i = 0
+    while i < len(columns):
+        j = i + 1
+        while split[i][0] and j < len(columns) and split[j][0] == split[i][0]:
+            j += 1
+        out += [(split[i][0], [s for _, s in split[i:j]])] if j - i > 1 else [("", [columns[i]])]
+        i = j
+    return out
+
+
+def _tex_head(text: str, width: int = 9) -> str:
+    """A column header; a long one stacked on lines of about ``width`` characters (\\shortstack)."""
+    if len(text) <= width:
+        return _tex_escape(text)
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    return r"\shortstack{" + r"\\".join(_tex_escape(x) for x in lines) + "}"
+
+
+def _tabular(shown: pd.DataFrame, columns: list[str], align: str, rules_before: list[int]) -> str:
+    """A booktabs tabular of formatted cells: a spanning header over each column group, a \\midrule
+    before the rows of ``rules_before``."""
+    groups = column_groups(columns)
+    lines = [rf"\begin{{tabular}}{{{align}}}", r"\toprule"]
+    if any(g for g, _ in groups):
+        top, rules, col = [], [], 1
+        for g, subs in groups:
+            top.append(rf"\multicolumn{{{len(subs)}}}{{c}}{{{_tex_escape(g)}}}" if g else "")
+            if g:
+                rules.append(rf"\cmidrule(lr){{{col}-{col + len(subs) - 1}}}")
+            col += len(subs)
+        lines += [" & ".join(top) + r" \\", "".join(rules)]
+        lines.append(" & ".join(_tex_head(s) for _, subs in groups for s in subs) + r" \\")
+    else:
+        lines.append(" & ".join(_tex_head(c) for c in columns) + r" \\")
+    lines.append(r"\midrule")
+    for k, (_, row) in enumerate(shown.iterrows()):
+        if k in rules_before and k > 0:
+            lines.append(r"\midrule")
+        lines.append(" & ".join(row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines)
 
 
 def _tex_cell(text: str) -> str:
@@ -299,6 +351,30 @@ def table_markdown(table: Table) -> str:
 
 
 WIDE_COLUMNS = 8  # a table with more columns than this spans both columns of a two-column paper
+CHUNK_COLUMNS = 10  # LaTeX prints at most this many value columns a tabular, the label columns repeated
+
+
+def _column_chunks(panel: Panel) -> list[list]:
+    """A panel's columns as the LaTeX tabulars that print them: the leading label columns, then at
+    most CHUNK_COLUMNS value columns each, never splitting a column group (:func:`column_groups`)."""
+    columns = list(panel.frame.columns)
+    lead = 0
+    while lead < len(columns) and panel.formats.get(columns[lead], "str") == "str":
+        lead += 1
+    labels, rest = columns[:lead], columns[lead:]
+    chunks, current, size = [], [], 0
+    k = 0
+    for _, subs in column_groups([str(c) for c in rest]):
+        group = rest[k:k + len(subs)]
+        k += len(subs)
+        if current and size + len(group) > CHUNK_COLUMNS:
+            chunks.append(current)
+            current, size = [], 0
+        current += group
+        size += len(group)
+    if current or not chunks:
+        chunks.append(current)
+    return [labels + chunk for chunk in chunks]
 
 
 def table_latex(table: Table) -> str:
@@ -313,17 +389,18 @@ def table_latex(table: Table) -> str:
         rf"\label{{tab:{table.name.replace('_', '-')}}}",
         r"\centering",
         r"\scriptsize",
+        r"\setlength{\tabcolsep}{3pt}",
     ]
     for panel in table.panels:
         shown = formatted_panel(panel, lambda s: f"\x01{s}\x01")
         shown = shown.apply(lambda col: col.map(_tex_cell))
-        shown.columns = [_tex_escape(str(c)) for c in shown.columns]
-        align = "".join("l" if panel.formats.get(c, "str") == "str" else "r" for c in panel.frame.columns)
         if len(table.panels) > 1 or panel.title:
             parts.append(rf"\par\smallskip\emph{{{_tex_escape(panel.title)}}}\par")
-        tabular = _with_midrules(shown.to_latex(index=False, escape=False, column_format=align).rstrip(),
-                                 panel.rules_before)
-        parts += [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%", tabular + "}"]
+        for k, columns in enumerate(_column_chunks(panel)):
+            align = "".join("l" if panel.formats.get(c, "str") == "str" else "r" for c in columns)
+            tabular = _tabular(shown[columns], [str(c) for c in columns], align, panel.rules_before)
+            parts += ([r"\par\smallskip"] if k else []) + [
+                r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%", tabular + "}"]
     if table.note:
         parts.append(rf"\par\smallskip{{\footnotesize {_tex_escape(table.note)}\par}}")
     parts.append(rf"\end{{{env}}}")
