@@ -164,8 +164,9 @@ def test_values_independent_of_group_width_and_kernel(graph):
     from battus.kernels.cuda_common import WARP
 
     problem = _problem(graph, "sir", 2)
-    beta_i = np.linspace(0.01, 0.5, 11)
-    beta_r = np.linspace(0.3, 0.02, 11)
+    # a full group of WARP candidates and a partial one (11 under the simulator, 35 on a GPU)
+    beta_i = np.linspace(0.01, 0.5, WARP + 3)
+    beta_r = np.linspace(0.3, 0.02, WARP + 3)
     cpu = _cpu_values(problem, beta_i, beta_r)
     np.testing.assert_allclose(cpu, naive.naive_segmented_loglik(problem, beta_i, beta_r), rtol=1e-10)
     widths = sorted({1, fit_cuda.NARROW, WARP // 2, WARP})
