@@ -153,6 +153,9 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
         tidy += long_rows({**ids, "dataset": "all", "label": "Mean"}, aggregate)
     controls = [i for i, source in enumerate(sources) if source == "control"]
     facts = {"n_published": n_published, "n_ranked": int(ranked.sum()), "model": model}
+    from ...baselines import BASELINES
+
+    under_test = {method_label(spec, m, v) for m, v in methods if m not in BASELINES}
     if negative is not None:
         r = df.loc[floor]
         others = df[ranked]
@@ -164,7 +167,7 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
             "nrmse_beats_published": int((pd.to_numeric(pub["Mean NRMSE"]) > float(r["Mean NRMSE"])).sum()),
             "worse_nrmse": [(label_text(df.at[i, "Method"]), label_text(c.rsplit(" ", 1)[0]),
                              float(df.at[i, c]), float(df.at[floor, c]))
-                            for i in range(len(df)) if sources[i] == "measured"
+                            for i in range(len(df)) if sources[i] == "measured" and names[i] in under_test
                             for c, h in metric_cols if h == "min" and not pd.isna(df.at[i, c])
                             and round(float(df.at[i, c]), 4) > round(float(df.at[floor, c]), 4)],
         }
@@ -196,7 +199,7 @@ def _control_note(facts: list[dict]) -> str:
             "\u0394 vs random columns (mean over datasets of value minus the control's; \u0394F1 > 0 and "
             "\u0394NRMSE < 0 are better than the control).")
     if worse:
-        note += " NRMSE worse than the random control: " + "; ".join(worse) + "."
+        note += " Methods under test with NRMSE worse than the random control's: " + "; ".join(worse) + "."
     return note
 
 
@@ -511,11 +514,18 @@ def table_paper_comparison(spec: dict, scores: dict, paper: pd.DataFrame | None)
             continue
         panel, _, facts = canonical_panel(spec, scores, exp[model], published, f"{model.upper()} datasets")
         ranked.append(f"{model.upper()} {facts['n_ranked']}")
-        for _, r in panel.frame.iterrows():
+        frame = panel.frame
+        own_rows = frame["Method"].str.removesuffix(" (published)").isin(in_paper)
+        metric_cols = [(c, "max" if c.endswith(" F1") else "min") for c in frame.columns
+                       if c.endswith((" F1", " NRMSE")) and not c.startswith(("Mean", "\u0394"))]
+        paper_rank = _rank_columns(frame[own_rows], metric_cols)
+        for i, r in frame.iterrows():
             lab = r["Method"].removesuffix(" (published)")
             if lab not in in_paper:
                 continue
-            row = {"Method": r["Method"], "Panel": model.upper()}
+            row = {"Method": r["Method"], "Panel": model.upper(), "Rank, paper's rows": paper_rank[i]}
+            tidy.extend(long_rows({"table": "canonical-quality", "method": lab, "dataset": "all",
+                                   "label": model.upper()}, {"mean_rank_among_paper_rows": paper_rank[i]}))
             for metric, name, digits in (("mean_rank", "Rank", 2), ("mean_f1", "Mean F1", 4),
                                          ("mean_nrmse", "Mean NRMSE", 4)):
                 reference = _paper_value(paper, "canonical-quality", lab, model.upper(), metric)
@@ -531,6 +541,8 @@ def table_paper_comparison(spec: dict, scores: dict, paper: pd.DataFrame | None)
     if rows:
         df = panel_frame(rows)
         formats = {c: ("rank" if "Rank" in c else "metric") for c in df.columns if c not in ("Method", "Panel")}
+        df = df[["Method", "Panel", "Rank paper", "Rank here", "\u0394Rank", "Rank, paper's rows"]
+                + [c for c in df.columns if "Mean" in c]]
         panels.append(Panel("tab:canonical-quality, each row's rank and six-dataset means", df, formats))
 
     # tab:unobserved-quality (means over the 12 datasets) where this run has all 12
@@ -578,7 +590,8 @@ def table_paper_comparison(spec: dict, scores: dict, paper: pd.DataFrame | None)
         note += " Different: " + "; ".join(diffs[:40]) + ("; ..." if len(diffs) > 40 else "") + "."
     if ranked:
         note += (f" Ranks: this run ranks {', '.join(ranked)} rows a panel, the paper 11 (its 9 published methods, "
-                 "Battus and Battus-Z), so published methods' ranks move though their means are the paper's")
+                 "Battus and Battus-Z), so published methods' ranks move though their means are the paper's "
+                 "(\"Rank, paper's rows\" ranks only the paper's rows, as the paper does)")
         note += (": " + "; ".join(shifted) + ".") if shifted else "; none moved here."
     return Table("paper_comparison", "The paper's numbers beside this run's", panels, tidy_frame(tidy), note,
                  protocol)
