@@ -344,6 +344,9 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
                               {"mean_f1": row["Mean F1"], "mean_nrmse_ditto_convention": row["Mean NRMSE (DITTO)"],
                                "mean_nrmse_paper_convention": row["Mean NRMSE (paper)"]})
         df = panel_frame(rows)
+        if len(datasets) == 1:  # a mean over one dataset would repeat its cells
+            df = df.drop(columns=["Mean F1", "Mean NRMSE (DITTO)"]).rename(
+                columns={"Mean NRMSE (paper)": f"{dataset_label(spec, datasets[0])} NRMSE (paper)"})
         formats = {c: "metric" for c in df.columns if c != "Method"}
         best = {c: ("max" if "F1" in c else "min") for c in formats}
         controls = [i for i, source in enumerate(sources) if source == "control"]
