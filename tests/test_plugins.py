@@ -83,3 +83,53 @@ def test_a_failing_or_malformed_plugin_is_one_line_naming_it(tmp_path, history, 
     err = capsys.readouterr().err
     assert needle in err and err.count("battus: error:") == 1, err
     assert not out.exists()
+
+
+HANGING = """
+import subprocess, sys, time
+print("\\x1b[31mred\\x1b[0m\\x07", flush=True)
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)  # battus-test-child"])
+time.sleep(120)
+"""
+
+
+def _children_left() -> int:
+    import subprocess
+
+    found = subprocess.run(["pgrep", "-f", "battus-test-child"], capture_output=True, text=True)
+    return len(found.stdout.split())
+
+
+def test_a_plugin_past_its_time_limit_is_stopped_with_what_it_started(tmp_path, history, capsys):
+    import tempfile
+
+    script = tmp_path / "hang.py"
+    script.write_text(HANGING)
+    out = tmp_path / "p.h5"
+    copies = set(Path(tempfile.gettempdir()).glob("battus-method-*"))
+    status = run(history, out, "hang", f"{{python}} {script}", "--time-limit", "2")
+    err = capsys.readouterr().err
+    assert status == 2 and "method hang: time limit: still running after 2 s" in err
+    assert "\x1b" not in err and "\\x1b[31mred" in err  # escape sequences shown, not obeyed
+    assert not out.exists() and _children_left() == 0
+    assert set(Path(tempfile.gettempdir()).glob("battus-method-*")) <= copies  # its history copy is gone
+
+
+def test_sigterm_stops_the_plugin_and_leaves_nothing(tmp_path, history):
+    import signal
+    import subprocess
+    import time
+
+    script = tmp_path / "hang.py"
+    script.write_text(HANGING)
+    out = tmp_path / "p.h5"
+    proc = subprocess.Popen([sys.executable, "-m", "battus.cli", "run-method", str(history), "--out", str(out),
+                             "--name", "hang", "--command", f"{sys.executable} {script}", "--quiet"],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while _children_left() == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted; no output written" in err
+    assert not out.exists() and _children_left() == 0

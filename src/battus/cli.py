@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -261,7 +264,8 @@ def cmd_run_method(args: argparse.Namespace) -> None:
     except ValueError as exc:
         raise InputError("--command", "command", str(exc)) from None
     problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
-    recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed, progress=_say(args.quiet))
+    recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed, progress=_say(args.quiet),
+                       time_limit=math.inf if args.time_limit is None else args.time_limit)
     write_prediction(args.out, recon, problem, args.history,
                      extra={"observed_times": problem.observations.times.tolist()})
     _say(args.quiet)(f"method {args.name} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "
@@ -479,6 +483,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--command", required=True, help="the plug-in's command line with its placeholders")
     p.add_argument("--threads", type=_integer(1, 4096), default=1, help="threads it may use (default: 1)")
     p.add_argument("--seed", type=_SEED, default=0, help="seed handed to the plug-in (default: 0)")
+    p.add_argument("--time-limit", type=_seconds, default=None, metavar="SECONDS",
+                   help="stop the plug-in (and what it started) after this many seconds, an error "
+                        "(default: no limit)")
     _add_schedule(p, default=None)
     common(p)
     p.set_defaults(func=cmd_run_method, inputs=("history",))
@@ -527,6 +534,9 @@ def main(argv: list[str] | None = None) -> int:
     # Python reports errors it cannot raise (a buffer freed during a failed unpickling) on stderr;
     # the command's own outcome is what the user needs, in one line.
     unraisable_hook, sys.unraisablehook = sys.unraisablehook, lambda unraisable: None
+    # SIGTERM (kill, a scheduler's cancel) stops a command as Ctrl-C does: no output, no plug-in left running
+    in_main = threading.current_thread() is threading.main_thread()
+    terminate = signal.signal(signal.SIGTERM, _interrupt) if in_main else None
     try:
         with warnings.catch_warnings():
             # Library warnings (pandas casts, numpy, Numba) are noise to a user and would break the
@@ -550,7 +560,13 @@ def main(argv: list[str] | None = None) -> int:
         return 141  # as a tool killed by SIGPIPE
     finally:
         sys.unraisablehook = unraisable_hook
+        if terminate is not None:
+            signal.signal(signal.SIGTERM, terminate)
     return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 if __name__ == "__main__":

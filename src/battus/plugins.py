@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -60,8 +63,12 @@ def expand(argv: list[str], values: dict[str, str]) -> list[str]:
 
 
 def run_method(name: str, argv: list[str], problem: Problem, threads: int = 1, seed: int = 0,
-               progress=None) -> Reconstruction:
-    """Run plug-in ``name`` (``argv``, with placeholders) on ``problem`` and return its validated prediction."""
+               progress=None, time_limit: float = math.inf) -> Reconstruction:
+    """Run plug-in ``name`` (``argv``, with placeholders) on ``problem`` and return its validated prediction.
+
+    A plug-in still running after ``time_limit`` seconds is stopped (with everything it started) and
+    is an :class:`InputError`. Its output is shown with control characters escaped.
+    """
     from .io import read_prediction, write_history
 
     if not argv:
@@ -80,17 +87,17 @@ def run_method(name: str, argv: list[str], problem: Problem, threads: int = 1, s
         started = time.perf_counter()
         messages: list[str] = []
         try:
-            with subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
-                for line in proc.stdout:  # streamed with progress on, shown only on failure with it off
-                    if progress:
-                        print(line, end="", file=sys.stderr, flush=True)
-                    else:
-                        messages.append(line)
-                status = proc.wait()
+            # its own session: stopping Battus (Ctrl-C, SIGTERM, an error, the time limit) stops the
+            # plug-in and everything it started, and the temporary copy of the history goes with them
+            proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as exc:
             raise InputError(f"method {name}", "command", f"cannot run {command[0]!r}: {exc.strerror or exc}"
                              ) from None
+        try:
+            status = _follow(proc, name, time_limit, progress, messages)
+        finally:
+            _stop(proc)
         wall = time.perf_counter() - started
         if status != 0:
             print("".join(messages[-50:]), end="", file=sys.stderr)
@@ -102,6 +109,56 @@ def run_method(name: str, argv: list[str], problem: Problem, threads: int = 1, s
         except InputError as exc:  # name the method, not the temporary file
             raise InputError(f"method {name}: prediction", exc.field, exc.message) from None
     return _reconstruction(name, argv, record, problem, wall)
+
+
+def _follow(proc: subprocess.Popen, name: str, time_limit: float, progress, messages: list[str]) -> int:
+    """Relay the plug-in's output (printable, line by line) until it exits or ``time_limit`` passes."""
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for raw in proc.stdout:
+            lines.put(printable(raw.decode("utf-8", errors="replace").rstrip("\r\n")) + "\n")
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + time_limit
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+        except queue.Empty:
+            if time.monotonic() >= deadline:
+                _stop(proc)
+                print("".join(messages[-50:]), end="", file=sys.stderr)
+                raise InputError(f"method {name}", "time limit",
+                                 f"still running after {time_limit:g} s; stopped (its last messages are above)"
+                                 ) from None
+            continue
+        if line is None:
+            return proc.wait()
+        if progress:  # streamed with progress on, shown only on failure with it off
+            print(line, end="", file=sys.stderr, flush=True)
+        else:
+            messages.append(line)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the plug-in's session (the plug-in and every process it started) if it still runs."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (tabs kept): a plug-in's output must not drive the
+    terminal with escape sequences."""
+    return "".join(ch if ch.isprintable() or ch == "\t" else ascii(ch)[1:-1] for ch in text)
 
 
 def _reconstruction(name: str, argv: list[str], record: dict, problem: Problem, wall: float) -> Reconstruction:
