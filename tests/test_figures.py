@@ -1,6 +1,9 @@
-"""Every figure of the default, CI and tiny configurations, rendered from made-up scores and checked:
-nothing clipped, legends off the data, labels from the config's ``label`` (en dash, no LaTeX
-``--``), one colour per method across configurations, bars from 0, legible heat-map numbers."""
+"""Every figure of the default, CI, tiny and GPU configurations, rendered from made-up scores and
+checked: nothing clipped, legends off the data, labels from the config's ``label`` (en dash, no
+LaTeX ``--``), titles in words, one colour per method across configurations, quality axes zoomed
+with every control's value still shown, controls never timed, a plug-in's time marked
+self-reported, ticks at the values of few-point lines, legible heat-map numbers, wins and losses
+with the tables' tie rule, and the paper's large-graph rows beside the run's."""
 
 from __future__ import annotations
 
@@ -19,9 +22,11 @@ pytest.importorskip("snakemake")
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "data/published/hermes_table2.csv"
+BUILTIN = ("battus", "battus-z", "truth", "random", "observed-copy", "graph-distance")
 # tiny adds the controls and a plug-in method to the canonical figures
+# gpu: large graphs only (the large-graph figures without a canonical experiment's quality ones)
 CONFIGS = {"default": ROOT / "config/config.yaml", "ci": ROOT / "config/test/ci.yaml",
-           "tiny": ROOT / "config/test/tiny.yaml"}
+           "tiny": ROOT / "config/test/tiny.yaml", "gpu": ROOT / "config/test/gpu.yaml"}
 
 
 def _plan(config: Path):
@@ -38,14 +43,20 @@ def _score(key: str) -> dict:
     """A plausible score record, different per run but the same on every call."""
     rng = np.random.default_rng(zlib.crc32(key.encode()))
     events = int(rng.integers(200, 2000))
+    dataset, method, _ = key.split("|")
+    # the controls as they score: the truth perfect, random far below the methods
+    f1, nrmse = {"truth": (1.0, 0.0), "random": (float(rng.uniform(0.3, 0.4)), float(rng.uniform(0.45, 0.6)))}.get(
+        method, (float(rng.uniform(0.7, 0.92)), float(rng.uniform(0.08, 0.3))))
+    # one size per graph (both models of a dataset share it), a plug-in's time its own
+    n = int(np.random.default_rng(zlib.crc32(dataset.rsplit("-", 1)[0].encode())).integers(80, 10**5))
     return {
-        "hermes": {"f1": float(rng.uniform(0.7, 0.92)), "nrmse": float(rng.uniform(0.08, 0.3))},
+        "hermes": {"f1": f1, "nrmse": nrmse},
         "unobserved": {"f1": float(rng.uniform(0.7, 0.9)), "nrmse": float(rng.uniform(0.1, 0.3))},
         # synthetic truths have no violations: the truth lines then sit at 0, at the axis' edge
         "causal": {"prediction": {"violations": int(0.1 * events), "events": events, "rate": 0.1},
                    "truth": {"violations": 0, "events": events, "rate": 0.0}},
-        "algorithm_seconds": float(10 ** rng.uniform(-2, 1)), "model": "sir", "n": int(rng.integers(80, 10**5)),
-        "backend": "cpu", "device": "test",
+        "algorithm_seconds": float(10 ** rng.uniform(-2, 1)), "model": "sir" if dataset.endswith("sir") else "si",
+        "n": n, "backend": "cpu" if method in BUILTIN else "external", "device": "test",
         "calibration": _calibration(rng),
     }
 
@@ -100,11 +111,16 @@ def _inputs(name: str, runs: list, tmp_path: Path) -> dict:
 
 def _expected_labels(name: str, spec: dict) -> set[str]:
     """What the figure must print, as the config's ``label`` converted by label_text."""
-    # pooled over datasets: cv_vs_f1 and the reliability diagram name no dataset
-    datasets = set() if name in ("cv_vs_f1", "reliability") else {info["label"] for info in spec["datasets"].values()}
+    # pooled over datasets (or placed by size, or counted): these name no dataset
+    pooled = ("cv_vs_f1", "reliability", "time_vs_size", "win_loss", "large_timing")
+    datasets = set() if name in pooled else {info["label"] for info in spec["datasets"].values()}
+    if name == "large_timing":  # placed by graph: the graph's name, without the model
+        datasets = {info["label"].rsplit("--", 1)[0] for info in spec["datasets"].values()}
     methods = set()
-    if name in ("canonical_bars", "cv_vs_f1", "timing", "history_drawing", "reliability"):
+    if name in ("canonical_bars", "cv_vs_f1", "history_drawing", "reliability", "quality_heatmap"):
         methods = set(spec["labels"].values())
+    if name in ("timing", "time_vs_size", "large_timing", "win_loss"):  # controls are not timed or ranked
+        methods = {label for key, label in spec["labels"].items() if key not in spec["controls"]}
     return {report.label_text(x) for x in datasets | methods}
 
 
@@ -141,9 +157,11 @@ def _legends(fig) -> list:
 
 @pytest.mark.parametrize("config", list(CONFIGS))
 def test_every_figure_fits_its_canvas(figures, config):
-    made = {"canonical_bars", "cv_vs_f1", "timing", "history_drawing"}
-    assert set(figures[config]) == (made | ({"tau_curves", "rate_grid_heatmaps"} if config != "ci" else set())
-                                    | {"reliability"})
+    canonical = {"canonical_bars", "cv_vs_f1", "quality_heatmap", "win_loss", "history_drawing", "reliability"}
+    made = {"timing", "time_vs_size"} | ({"large_timing"} if config != "ci" else set())
+    made |= canonical if config != "gpu" else set()
+    made |= {"tau_curves", "rate_grid_heatmaps"} if config in ("default", "tiny") else set()
+    assert set(figures[config]) == made
     for name, (fig, _) in figures[config].items():
         renderer = fig.canvas.get_renderer()
         canvas = fig.bbox
@@ -166,6 +184,17 @@ def test_figure_labels_come_from_label(figures, config):
     # the CI labels differ from their keys: a figure titled with the key fails above
     _, spec = figures["ci"]["history_drawing"]
     assert [info["label"] for info in spec["datasets"].values()] == ["BrFarmers--SI"]
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_titles_are_in_words(figures, config):
+    """No config id (``battus-z``, ``default``, a variant's id) in a title."""
+    for name, (fig, _) in figures[config].items():
+        titles = [t.get_text() for t in [fig._suptitle] if t is not None]
+        titles += [ax.get_title() for ax in fig.axes]
+        for title in titles:
+            assert not any(word in title for word in ("battus-z", "battus ", "default", "rates-", "tau-")), \
+                f"{config}/{name}: {title!r}"
 
 
 def test_text_is_large_enough_and_end_labels_apart(figures):
@@ -200,22 +229,137 @@ def test_one_colour_per_method_in_every_configuration(figures):
     seen: dict[str, set] = {}
     for config in CONFIGS:
         for name in ("canonical_bars", "timing"):
+            if name not in figures[config]:
+                continue
             colors = _legend_colors(figures[config][name][0])
             assert len(set(colors.values())) == len(colors), f"{config}/{name}: two methods share a colour"
             for label, color in colors.items():
-                seen.setdefault(label, set()).add(color)
+                seen.setdefault(label.removesuffix(" (self-reported)"), set()).add(color)
     # the CI config lists Battus-Z first, the default Battus first: the colours must not follow the order
     assert {"Battus", "Battus-Z", "Truth (positive control)"} <= set(seen)
     assert all(len(colors) == 1 for colors in seen.values()), seen
     assert len({next(iter(c)) for c in seen.values()}) == len(seen)  # and differ between methods
 
 
-def test_bars_start_at_zero_for_f1_and_nrmse(figures):
-    for config in CONFIGS:
-        fig, _ = figures[config]["canonical_bars"]
+def test_quality_axes_zoom_and_show_every_control(figures):
+    """F1 and NRMSE axes zoom to the methods and say so; a control off the zoom (the truth's F1 of
+    1 and NRMSE of 0, random's) is drawn at the edge with its value printed, never dropped."""
+    for config in ("default", "ci", "tiny"):
+        fig, spec = figures[config]["canonical_bars"]
         f1, nrmse = fig.axes[:2]
-        assert f1.get_ylim()[0] == 0 and nrmse.get_ylim()[0] == 0, config
-        assert f1.get_ylim()[1] == 1
+        assert f1.get_ylim()[0] > 0.5 and f1.get_ylim()[1] < 1, (config, f1.get_ylim())  # zoomed
+        assert "zoomed" in f1.get_ylabel() and "zoomed" in nrmse.get_ylabel()
+        datasets = len(fig.axes[1].get_xticklabels())
+        for ax, truth in ((f1, "\u21911.00"), (nrmse, "\u21930")):
+            printed = [t.get_text() for t in ax.texts]
+            assert printed.count(truth) == datasets, (config, printed)  # the truth, once per dataset
+            assert sum(t.startswith(("\u2191.", "\u2193.")) for t in printed) == datasets  # random
+
+
+def test_controls_are_not_timed_and_plugin_time_is_self_reported(figures):
+    for config in CONFIGS:
+        for name in ("timing", "time_vs_size", "large_timing"):
+            if name not in figures[config]:
+                continue
+            fig, spec = figures[config][name]
+            texts = " ".join(_texts(fig))
+            assert "control" not in texts, f"{config}/{name}: a control is timed"
+            assert "external" not in texts  # a plug-in's backend is not a measured one
+            plugins = [label for key, label in spec["labels"].items()
+                       if key.split("/")[0] not in BUILTIN and key not in spec["controls"]]
+            for label in plugins:
+                assert f"{report.label_text(label)} (self-reported)" in texts, f"{config}/{name}"
+            for legend in _legends(fig):  # self-reported times are hollow, measured ones filled
+                for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
+                    if hasattr(handle, "get_markerfacecolor") and handle.get_marker() not in ("D", "s", "None"):
+                        hollow = handle.get_markerfacecolor() in ("white", "none")
+                        assert hollow == ("self-reported" in text.get_text()), (config, name, text.get_text())
+
+
+def test_few_point_lines_tick_at_their_values(figures):
+    for config in ("default", "tiny"):
+        fig, spec = figures[config]["tau_curves"]
+        taus = sorted(float(t) for t in spec["tau_variants"])
+        for ax in fig.axes:
+            assert np.allclose(ax.get_xticks(), taus), (config, ax.get_xticks())
+            assert [t.get_text() for t in ax.get_xticklabels()] == [f"{t:.2f}" for t in taus]
+
+
+def test_heat_map_marks_controls_and_scales_to_the_methods(figures):
+    for config in ("default", "ci", "tiny"):
+        fig, spec = figures[config]["quality_heatmap"]
+        panels = [ax for ax in fig.axes if ax.images]
+        assert len(panels) == 2
+        for ax in panels:
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            controls = [lab for lab in labels if "[control]" in lab]
+            assert len(controls) == len(spec["controls"]) == 2
+            assert labels[-2:] == controls  # below the methods, set off by a line
+            image = ax.images[0]
+            assert image.get_array().mask[-2:].all()  # grey cells: off the colour scale
+            assert 0 < image.norm.vmin and image.norm.vmax < 1  # the scale spans the methods
+            assert len(ax.texts) == image.get_array().size  # every cell prints its value
+
+
+def test_win_loss_ties_follow_the_tables():
+    """Four decimals for single runs, mean +- sd overlap for means over seeds."""
+    from battus.suite.report.figures_quality import _outcome
+
+    assert _outcome(0.81231, 0.81234, higher=True) == 0  # equal to four decimals
+    assert _outcome(0.8124, 0.8123, higher=True) == 1
+    assert _outcome(0.8124, 0.8123, higher=False) == -1
+    a, b = report.SeedStat([0.80, 0.82, 0.84]), report.SeedStat([0.83, 0.85, 0.87])
+    assert _outcome(a, b, higher=True) == 0  # 0.82 +- 0.02 against 0.85 +- 0.02: overlap
+    c = report.SeedStat([0.90, 0.91, 0.92])
+    assert _outcome(c, a, higher=True) == 1 and _outcome(a, c, higher=True) == -1
+
+
+def test_win_loss_counts_every_dataset_once(figures):
+    from battus.suite.report.figures_quality import win_loss_counts
+
+    plan = _plan(CONFIGS["tiny"])
+    runs = report.report_runs("win_loss", plan)
+    spec = report.report_spec("win_loss", plan)
+    data = report.read_inputs(spec, runs, _inputs("win_loss", runs, Path(__import__("tempfile").mkdtemp())))
+    counts = win_loss_counts(spec, data.scores, data.published)
+    n = len(spec["experiments"]["canonical"]["si"] + spec["experiments"]["canonical"]["sir"])
+    assert ((counts["wins"] + counts["ties"] + counts["losses"]) == n).all()
+    assert set(counts["method"]) == {"Battus", "Battus-Z"}  # the Battus methods only
+    assert not counts["other"].str.contains("control").any()
+    # each pair of Battus methods is one method's wins and the other's losses
+    ab = counts[(counts["method"] == "Battus") & (counts["other"] == "Battus-Z")].set_index("metric")
+    ba = counts[(counts["method"] == "Battus-Z") & (counts["other"] == "Battus")].set_index("metric")
+    assert (ab["wins"] == ba["losses"]).all() and (ab["ties"] == ba["ties"]).all()
+
+
+def test_large_graph_table_transcribed_and_shown_beside_the_run(figures):
+    from battus.suite.report.figures_time import large_b200_path, read_large_b200
+
+    assert large_b200_path().exists()
+    header = large_b200_path().read_text().splitlines()[0]
+    assert "tab:large-results" in large_b200_path().read_text().split("method,")[0] and header.startswith("#")
+    rows = read_large_b200()
+    assert len(rows) == 16 and set(rows["method"]) == {"Battus", "Battus-Z"}
+    assert set(rows["graph"]) == {"Web-Stanford", "Web-Google", "Orkut", "LiveJournal"}
+    # the table's own mean rows: geometric mean of the times (436/85 ms SI, 1621/80 ms SIR)
+    geo = rows.groupby(["method", "model"])["time_ms"].apply(lambda s: np.exp(np.log(s).mean()))
+    assert np.allclose(geo.to_numpy(), [436, 1621, 85, 80], rtol=0.01)  # from the rounded times
+    for config in ("default", "tiny", "gpu"):
+        fig, spec = figures[config]["large_timing"]
+        texts = " ".join(_texts(fig))
+        assert "NVIDIA B200" in texts and "Web-Stanford (paper)" in texts
+        for ax in fig.axes:
+            assert ax.get_xscale() == ax.get_yscale() == "log"
+    # where the run has no large graphs (CI) the figure is not made
+    assert "large_timing" not in figures["ci"]
+
+
+def test_time_against_size_is_log_log(figures):
+    for config in CONFIGS:
+        fig, _ = figures[config]["time_vs_size"]
+        ax = fig.axes[0]
+        assert ax.get_xscale() == ax.get_yscale() == "log"
+        assert "vertices" in ax.get_xlabel()
 
 
 def _contrast(a, b) -> float:

@@ -1,10 +1,16 @@
 """The paper's figures (PNG), drawn with matplotlib (imported when a figure is drawn).
 
-One palette keyed by run (:func:`method_color`), so a method has the
-same colour in every configuration. Axis rule: bar charts start at 0 on F1
-and NRMSE axes alike (a bar's length is its value); line and point plots zoom
-to the data on both. Legends sit outside the plotting area and every label
-inside the canvas (``layout="constrained"``; tests/test_figures.py checks).
+One palette keyed by run (:func:`method_color`), so a method has the same colour in every
+configuration. Axis rule: quality axes zoom to the data and say so (dot plots, not bars, so that no
+length is read as a value); a control's value outside the zoom is drawn at the axis' edge with its
+value printed. Where a line has few points its ticks sit at the points' values. Controls (truth,
+random) are never timed as methods, and a plug-in's self-reported time is marked apart from the
+times Battus measured. Legends sit outside the plotting area and every label inside the canvas
+(``layout="constrained"``; tests/test_figures.py checks).
+
+This module: the palette, the shared helpers and the sensitivity, calibration and drawing
+figures; :mod:`.figures_quality` (per-dataset quality, heat map, wins and losses) and
+:mod:`.figures_time` (run time) hold the others.
 """
 
 from __future__ import annotations
@@ -16,8 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .scores import dataset_label, method_label, score_of
-from .seeds import scaled, seed_mean, seed_sd, seeded
+from .scores import dataset_label, is_control, method_label, score_of
+from .seeds import seed_mean, seed_sd, seeded
 from .tables import fmt_value, label_text
 
 if TYPE_CHECKING:
@@ -36,6 +42,8 @@ METHOD_COLORS = {
 _SPARE_COLORS = ("#d62728", "#9467bd", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
                  "#f7b6d2", "#dbdb8d", "#9edae5", "#7f7f7f")
 DPI = 130
+# at most this many points on a line: its ticks sit at the points' values
+FEW_POINTS = 8
 
 
 def method_color(key: str) -> str:
@@ -55,6 +63,56 @@ def method_colors(keys: list[str]) -> dict[str, str]:
                 if (c := _SPARE_COLORS[(start + i) % len(_SPARE_COLORS)]) not in colors.values()]
         colors[key] = free[0] if free else method_color(key)
     return colors
+
+
+def method_name(spec: dict, m: str) -> str:
+    """A method's name in words (``Battus-Z``), never its config id, whatever variant a run used."""
+    from ..experiments import BUILTIN_LABELS
+
+    return label_text(BUILTIN_LABELS.get(m) or spec["labels"].get(f"{m}/default") or m)
+
+
+def is_battus(m: str) -> bool:
+    """One of Battus's own methods (Battus, Battus-Z and their variants)."""
+    from ..experiments import METHOD_LABELS
+
+    return m in METHOD_LABELS
+
+
+def is_plugin(m: str) -> bool:
+    """A plug-in method (config ``methods:``): its time is what it reports, not measured by Battus."""
+    from ..experiments import BUILTIN_LABELS
+
+    return m not in BUILTIN_LABELS
+
+
+def canonical_series(spec: dict, scores: dict, published: pd.DataFrame | None, datasets: list[str],
+                     all_published: bool = False) -> dict[str, dict]:
+    """The canonical experiment's runs and published rows, each a series over ``datasets``:
+    colour key -> ``{"label", "values": [(f1, nrmse)], "control", "published", "method"}``; runs in
+    config order, then the published methods (HERMES only unless ``all_published``)."""
+    from .scores import published_rows
+
+    exp = spec["experiments"]["canonical"]
+    series = {}
+    for m, v in exp["methods"]:
+        values = [(score_of(scores, d, m, v)["hermes"]["f1"], score_of(scores, d, m, v)["hermes"]["nrmse"])
+                  for d in datasets]
+        series[f"{m}/{v}"] = {"label": label_text(method_label(spec, m, v)), "values": values,
+                              "control": is_control(spec, m, v), "published": False, "method": m}
+    rows = published_rows(published, [spec["datasets"][d].get("published") for d in datasets])
+    for name, values in rows.items():
+        if all_published or name == "HERMES":
+            series[name] = {"label": f"{name} (published)", "values": values, "control": False,
+                            "published": True, "method": name}
+    return series
+
+
+def few_point_ticks(ax, values: list[float], fmt: str = "{:.2f}") -> None:
+    """Ticks at the data's values on the x axis where a line has few points."""
+    values = sorted(set(values))
+    if len(values) <= FEW_POINTS:
+        ax.set_xticks(values, [fmt.format(x) for x in values])
 
 
 def _plt():
@@ -102,7 +160,7 @@ def _spread(values: list[float], gap: float) -> list[float]:
 def figure_tau_curves(spec: dict, scores: dict) -> Figure:
     exp = spec["experiments"]["tau"]
     method_key = f"{exp['method']}/default"
-    method = method_label(spec, exp["method"], "default")
+    method = method_name(spec, exp["method"])
     taus = [float(t) for t in spec["tau_variants"]]
     fig = _figure(10, 4.6)
     axes = fig.subplots(1, 2)
@@ -122,7 +180,8 @@ def figure_tau_curves(spec: dict, scores: dict) -> Figure:
                     label=f"{method}, mean over datasets")
         ax.axvline(0.65, color="black", ls="--", lw=1, label="reported \u03c4 = .65")
         ax.set_xlabel("decode threshold \u03c4")
-        ax.set_ylabel(name)
+        few_point_ticks(ax, taus)
+        ax.set_ylabel(f"{name} ({'higher' if metric == 'f1' else 'lower'} is better)")
         # end labels right of the last point, pushed apart so they do not overlap
         low, high = ax.get_ylim()
         ends = _spread([c[-1] for c in curves], gap=0.055 * (high - low))
@@ -133,16 +192,16 @@ def figure_tau_curves(spec: dict, scores: dict) -> Figure:
         ax.set_ylim(min(low, min(ends)), max(high, max(ends)))
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8)
-    fig.suptitle(f"{method} decode-threshold sensitivity (grey: one dataset each)")
+    fig.suptitle(f"How {method}'s quality depends on its decode threshold \u03c4 (grey: one dataset each)")
     return fig
 
 
 def figure_rate_grid(spec: dict, scores: dict) -> Figure:
     exp = spec["experiments"]["rate_grid"]
-    method = method_label(spec, exp["method"], "default")
+    method = method_name(spec, exp["method"])
     bis, brs = exp["beta_i"], exp["beta_r"]
     nd = len(exp["datasets"])
-    fig = _figure(3.8 * nd + 0.4, 6.6)
+    fig = _figure(max(6.4, 3.8 * nd + 0.4), 6.6)  # the title's width with one dataset
     axes = fig.subplots(2, nd, squeeze=False)
     variants = {(bi, br): v for bi, br, v in spec["rate_variants"]}
     for j, d in enumerate(exp["datasets"]):
@@ -162,133 +221,7 @@ def figure_rate_grid(spec: dict, scores: dict) -> Figure:
             ax.set_title(f"{label_text(dataset_label(spec, d))} {'macro-F1' if metric == 'f1' else 'NRMSE'}",
                          fontsize=9)
             fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.suptitle(f"{method} inference-rate grid")
-    return fig
-
-
-def _bar_offsets(n: int) -> tuple[np.ndarray, float]:
-    width = 0.8 / max(1, n)
-    return (np.arange(n) - (n - 1) / 2) * width, width
-
-
-def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | None) -> Figure:
-    exp = spec["experiments"]["canonical"]
-    datasets = exp["si"] + exp["sir"]
-    series: dict[str, tuple[str, list]] = {}  # colour key -> (label, [(f1, nrmse)])
-    for m, v in exp["methods"]:
-        series[f"{m}/{v}"] = (method_label(spec, m, v),
-                              [(score_of(scores, d, m, v)["hermes"]["f1"], score_of(scores, d, m, v)["hermes"]["nrmse"])
-                               for d in datasets])
-    if published is not None:
-        hermes = published[published["method"] == "HERMES"].set_index("dataset")
-        keys = [spec["datasets"][d].get("published") for d in datasets]
-        if all(k in hermes.index for k in keys if k) and any(keys):
-            series["HERMES"] = ("HERMES (published)", [
-                (hermes.at[k, "f1"], hermes.at[k, "nrmse"]) if k else (np.nan, np.nan) for k in keys
-            ])
-    fig = _figure(max(6.5, 0.9 * len(datasets) + 2), 7)
-    axes = fig.subplots(2, 1, sharex=True)
-    offsets, width = _bar_offsets(len(series))
-    colors = method_colors(list(series))
-    x = np.arange(len(datasets))
-    spread = any(seeded(v[i]) for _, vals in series.values() for v in vals for i in range(2))
-    for offset, (key, (lab, vals)) in zip(offsets, series.items(), strict=True):
-        for i, ax in enumerate(axes):
-            # repeated over seeds: the bar is the mean, its error bar one sd over seeds
-            yerr = [seed_sd(v[i]) for v in vals] if spread else None
-            ax.bar(x + offset, [float(v[i]) for v in vals], width, label=label_text(lab), color=colors[key],
-                   yerr=yerr, error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "black"})
-    # the axis rule: bars start at 0 on both metrics (a bar's length is its value)
-    axes[0].set_ylim(0, 1)
-    axes[1].set_ylim(bottom=0)
-    axes[0].set_ylabel("macro-F1 (higher is better)")
-    axes[1].set_ylabel("NRMSE (lower is better)")
-    axes[1].set_xticks(x, [label_text(dataset_label(spec, d)) for d in datasets], rotation=35, ha="right")
-    handles, labels = axes[0].get_legend_handles_labels()
-    # one column beside the panels: a row of long labels (controls, plug-ins) outgrows the canvas
-    fig.legend(handles, labels, loc="outside right upper", fontsize=8)
-    fig.suptitle("Per-dataset quality" + (" (error bars: \u00b11 sd over seeds)" if spread else ""))
-    return fig
-
-
-def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None) -> Figure:
-    """Event-weighted causal violations against mean F1, one point per method and model.
-
-    HERMES's published per-dataset F1 gives its mean as a horizontal line: its
-    sampler enforces feasibility, but no violation rate is published, so it is
-    not drawn as a point. The truth's own violation rate is a vertical line.
-    """
-    exp = spec["experiments"]["canonical"]
-    fig = _figure(8.4, 4.6)
-    ax = fig.subplots()
-    markers = {"si": "o", "sir": "s"}
-    colors = method_colors([f"{m}/{v}" for m, v in exp["methods"]])
-    for model in ("si", "sir"):
-        datasets = exp.get(model, [])
-        if not datasets:
-            continue
-        truths = [score_of(scores, d, *exp["methods"][0])["causal"]["truth"] for d in datasets]
-        truth_cv = sum(t["violations"] for t in truths) / max(1, sum(t["events"] for t in truths))
-        ax.axvline(100 * truth_cv, color="grey", lw=0.8, ls=":" if model == "si" else "-.",
-                   label=f"truth {model.upper()} violation rate")
-        for m, v in exp["methods"]:
-            runs = [score_of(scores, d, m, v) for d in datasets]
-            violations = sum(r["causal"]["prediction"]["violations"] for r in runs)
-            events = sum(r["causal"]["prediction"]["events"] for r in runs)
-            f1 = seed_mean([r["hermes"]["f1"] for r in runs])
-            label = f"{label_text(method_label(spec, m, v))} ({model.upper()})"
-            ax.scatter(100 * violations / max(1, events), f1, marker=markers[model], color=colors[f"{m}/{v}"],
-                       s=46, label=label)
-            if seeded(f1):  # mean F1 over seeds: one sd over seeds
-                ax.errorbar(100 * violations / max(1, events), float(f1), yerr=f1.sd, color=colors[f"{m}/{v}"],
-                            capsize=3, lw=0.8)
-    if published is not None:
-        hermes = published[published["method"] == "HERMES"].set_index("dataset")
-        keys = [spec["datasets"][d].get("published") for d in exp.get("si", []) + exp.get("sir", [])]
-        values = [hermes.at[k, "f1"] for k in keys if k and k in hermes.index]
-        if values:
-            ax.axhline(float(np.mean(values)), color=method_color("HERMES"), lw=0.8, ls="--",
-                       label="HERMES published mean F1")
-    ax.margins(x=0.08, y=0.12)
-    ax.set_xlabel("event-weighted causal violations (% of onsets)")
-    ax.set_ylabel("mean macro-F1 (HERMES-compatible)")
-    # outside the axes: inside, it covered points
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    ax.set_title("Graph-causal feasibility against accuracy")
-    return fig
-
-
-def figure_timing(spec: dict, scores: dict, runs: list) -> Figure:
-    rows = []
-    replicates = spec.get("replicates", {})  # runs at other seeds are merged into their dataset's
-    for d, m, v in dict.fromkeys((replicates.get(d, d), m, v) for d, m, v in runs):
-        s = score_of(scores, d, m, v)
-        ms = scaled(s["algorithm_seconds"], 1e3)
-        rows.append({"dataset": label_text(dataset_label(spec, d)), "n": s["n"], "key": f"{m}/{v}",
-                     "method": label_text(method_label(spec, m, v)), "ms": float(ms), "sd": seed_sd(ms),
-                     "backend": s.get("backend", "")})
-    df = pd.DataFrame(rows).drop_duplicates(["dataset", "key"])
-    order = df.groupby("dataset")["n"].first().sort_values().index.tolist()
-    fig = _figure(max(6.5, 0.7 * len(order) + 2.5), 5)
-    ax = fig.subplots()
-    keys = list(dict.fromkeys(df["key"]))
-    offsets, width = _bar_offsets(len(keys))
-    colors = method_colors(keys)
-    x = np.arange(len(order))
-    for offset, key in zip(offsets, keys, strict=True):
-        sub = df[df["key"] == key].set_index("dataset").reindex(order)
-        # repeated over seeds: mean time, error bar one sd over seeds (clipped above 0 on the log axis)
-        err = None if not (df["sd"] > 0).any() else [np.minimum(sub["sd"].fillna(0), 0.9 * sub["ms"]),
-                                                      sub["sd"].fillna(0)]
-        ax.bar(x + offset, sub["ms"], width, label=sub["method"].dropna().iloc[0], color=colors[key], yerr=err,
-               error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "black"})
-    ax.set_yscale("log")
-    ax.set_ylabel("algorithm interval (ms, log scale)")
-    n_of = df.groupby("dataset")["n"].first()
-    ax.set_xticks(x, [f"{d}\nn={n_of[d]:,}" for d in order], rotation=35, ha="right", fontsize=7)
-    backends = ", ".join(sorted(set(df["backend"])))
-    ax.set_title(f"Fit-inference-decode time per run (backend: {backends})")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    fig.suptitle(f"{method}'s quality when it infers with other rates ($\\beta_I$, $\\beta_R$)")
     return fig
 
 
@@ -360,4 +293,5 @@ def pooled_reliability(records: list[dict]) -> dict:
         observed += c * np.nan_to_num(np.asarray(r["observed_frequency"], dtype=float))
     with np.errstate(invalid="ignore", divide="ignore"):
         return {"count": count, "mean_predicted": predicted / count, "observed_frequency": observed / count}
+
 

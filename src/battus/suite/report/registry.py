@@ -23,18 +23,18 @@ from .comparison_tables import (
     table_canonical_quality,
     table_datasets,
     table_ditto_protocol,
+    table_paper_comparison,
     table_unobserved_quality,
 )
 from .figures import (
-    figure_canonical_bars,
-    figure_cv_vs_f1,
     figure_history_drawing,
     figure_rate_grid,
     figure_reliability,
     figure_tau_curves,
-    figure_timing,
     save_figure,
 )
+from .figures_quality import figure_canonical_bars, figure_cv_vs_f1, figure_quality_heatmap, figure_win_loss
+from .figures_time import figure_large_timing, figure_time_vs_size, figure_timing
 from .scores import history_summary, load_scores, read_published
 from .sensitivity_tables import (
     table_ablation,
@@ -117,6 +117,10 @@ REPORT_ITEMS = {
                                     lambda d: table_canonical_quality(d.spec, d.scores, d.published),
                                     published="hermes_table2"),
     "unobserved_quality": ReportItem("table", ("canonical",), lambda d: table_unobserved_quality(d.spec, d.scores)),
+    # the paper's own numbers (data/published/battus_paper_tables.csv) beside this run's
+    "paper_comparison": ReportItem("table", ("canonical",),
+                                   lambda d: table_paper_comparison(d.spec, d.scores, d.published),
+                                   published="paper_tables"),
     "ditto_protocol": ReportItem("table", ("ditto_protocol",),
                                  lambda d: table_ditto_protocol(d.spec, d.scores, d.published),
                                  published="ditto_kdd23"),
@@ -133,7 +137,16 @@ REPORT_ITEMS = {
                                  published="hermes_table2"),
     "cv_vs_f1": ReportItem("figure", ("canonical",), lambda d: figure_cv_vs_f1(d.spec, d.scores, d.published),
                            published="hermes_table2"),
+    "quality_heatmap": ReportItem("figure", ("canonical",),
+                                  lambda d: figure_quality_heatmap(d.spec, d.scores, d.published),
+                                  published="hermes_table2"),
+    "win_loss": ReportItem("figure", ("canonical",), lambda d: figure_win_loss(d.spec, d.scores, d.published),
+                           published="hermes_table2"),
     "timing": ReportItem("figure", ("canonical", "large"), lambda d: figure_timing(d.spec, d.scores, d.runs)),
+    "time_vs_size": ReportItem("figure", ("canonical", "large"),
+                               lambda d: figure_time_vs_size(d.spec, d.scores, d.runs)),
+    # beside the paper's B200 rows (data/published/battus_large_b200.csv); made only with large graphs
+    "large_timing": ReportItem("figure", ("large",), lambda d: figure_large_timing(d.spec, d.scores, d.runs)),
     "reliability": ReportItem("figure", ("calibration",), lambda d: figure_reliability(d.spec, d.scores)),
     "history_drawing": ReportItem("figure", ("canonical",), _history_drawing, inputs="history+predictions"),
 }
