@@ -114,11 +114,12 @@ def protocol_text(records: list[dict], scorer: str = "hermes", conventions: tupl
     """One sentence that says how the scores of ``records`` were made: the frames observed (from the
     records' ``observed_times`` and ``T``; ``schedule`` where a record does not say), whether the final
     frame is pinned, which frames are scored and the NRMSE ``conventions`` shown."""
-    seen = {(r["T"], tuple(r["observed_times"])) for r in records if "observed_times" in r and "T" in r}
+    seen = {(int(round(float(r["T"]))), tuple(int(t) for t in r["observed_times"])) for r in records
+            if "observed_times" in r and "T" in r}
     names = {protocol_of(list(times), T) for T, times in seen} or {schedule}
     described = {"benchmark": "{\u230aT/2\u230b, T}, HERMES's two-snapshot protocol",
                  "final": "{T} only, DITTO's single-snapshot protocol"}
-    what = " and ".join(described.get(n, "a custom schedule") for n in sorted(names))
+    what = " and ".join(described.get(n, "as listed (a custom schedule)") for n in sorted(names))
     text = f"Protocol: observed frames {what}"
     if seen:
         shown = sorted(seen)

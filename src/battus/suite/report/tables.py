@@ -356,7 +356,8 @@ CHUNK_COLUMNS = 10  # LaTeX prints at most this many value columns a tabular, th
 
 def _column_chunks(panel: Panel) -> list[list]:
     """A panel's columns as the LaTeX tabulars that print them: the leading label columns, then at
-    most CHUNK_COLUMNS value columns each, never splitting a column group (:func:`column_groups`)."""
+    most CHUNK_COLUMNS value columns each (a column of means over seeds counts two), never splitting a
+    column group (:func:`column_groups`)."""
     columns = list(panel.frame.columns)
     lead = 0
     while lead < len(columns) and panel.formats.get(columns[lead], "str") == "str":
@@ -367,11 +368,13 @@ def _column_chunks(panel: Panel) -> list[list]:
     for _, subs in column_groups([str(c) for c in rest]):
         group = rest[k:k + len(subs)]
         k += len(subs)
-        if current and size + len(group) > CHUNK_COLUMNS:
+        # a column of means over seeds prints "mean ± sd": it counts twice
+        width = sum(2 if any(seeded(x) for x in panel.frame[c]) else 1 for c in group)
+        if current and size + width > CHUNK_COLUMNS:
             chunks.append(current)
             current, size = [], 0
         current += group
-        size += len(group)
+        size += width
     if current or not chunks:
         chunks.append(current)
     return [labels + chunk for chunk in chunks]
