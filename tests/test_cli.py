@@ -305,3 +305,25 @@ def test_score_reports_calibration_of_posteriors_and_refuses_bad_ones(tmp_path, 
     err = capsys.readouterr().err
     assert "posteriors" in err and "sum to 1" in err and err.count("\n") == 1
     assert not (tmp_path / "t.json").exists()
+
+
+def test_score_refuses_a_prediction_made_from_another_history(tmp_path, history, capsys):
+    other = tmp_path / "other.h5"
+    problem = read_history(history, truth="required")
+    truth = simulate(problem.graph, "sir", problem.T, problem.n0, 0.3, 0.1, seed=99)
+    write_history(other, Problem(problem.graph, "sir", problem.T, problem.n0,
+                                 observe(truth, problem.observations.times), truth))
+    pred = tmp_path / "p.h5"
+    assert main(["reconstruct", str(other), "--method", "battus-z", "--out", str(pred), "--quiet"]) == 0
+    out = tmp_path / "s.json"
+    error = fails_cleanly(capsys, ["score", str(history), str(pred), "--out", str(out)], out,
+                          "@provenance/input_sha256")
+    assert "made from another history" in error and "--allow-other-history" in error
+    assert main(["score", str(history), str(pred), "--out", str(out), "--allow-other-history", "--quiet"]) == 0
+
+
+def test_rates_under_which_the_observations_are_impossible_are_refused(tmp_path, history, capsys):
+    out = tmp_path / "p.h5"
+    error = fails_cleanly(capsys, ["reconstruct", str(history), "--method", "battus-z", "--beta-r", "0",
+                                   "--posteriors", "--out", str(out), "--quiet"], out, "rates")
+    assert "--beta-i/--beta-r" in error

@@ -273,11 +273,16 @@ def cmd_run_method(args: argparse.Namespace) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> None:
-    from .io import atomic_path, read_history, read_prediction
+    from .io import atomic_path, read_history, read_prediction, sha256_file
     from .score import score_prediction
 
     problem = read_history(args.history, truth="required")
     prediction = read_prediction(args.prediction, model=problem.model)
+    made_from = prediction["provenance"].get("input_sha256")
+    if isinstance(made_from, str) and not args.allow_other_history and made_from != sha256_file(args.history):
+        raise InputError(args.prediction, "@provenance/input_sha256",
+                         f"made from another history (sha256 {made_from[:12]}...), not {args.history}; "
+                         "--allow-other-history scores it anyway")
     result = {**score_prediction(problem, prediction, str(args.prediction)),
               "prediction": str(args.prediction), "history": str(args.history)}
     text = json.dumps(result, indent=2, default=_json_default)
@@ -498,6 +503,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("prediction", help="prediction file from `battus reconstruct`")
     p.add_argument("--out", help="JSON file to write; then only a one-line summary is printed "
                                  "(default: print the JSON)")
+    p.add_argument("--allow-other-history", action="store_true",
+                   help="score a prediction whose provenance names another history file (by its sha256)")
     common(p)
     p.set_defaults(func=cmd_score, inputs=("history", "prediction"))
 

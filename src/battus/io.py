@@ -25,7 +25,7 @@ from .errors import InputError
 from .files import atomic_path, require_file
 from .graph import Graph
 from .memory import available_bytes, format_bytes
-from .problem import Observations, Problem, Reconstruction, check_problem
+from .problem import Observations, Problem, Reconstruction, check_posteriors, check_problem
 
 HISTORY_FORMAT = "battus-history"
 PREDICTION_FORMAT = "battus-prediction"
@@ -483,6 +483,8 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
         fit_trace=recon.fit_trace,
         **(extra or {}),
     )
+    if recon.posteriors is not None:  # the one check every reader applies (problem.check_posteriors)
+        check_posteriors(recon.posteriors, problem.T, problem.n, str(path))
     with _new_hdf5(path) as fh:
         fh.attrs["format"] = PREDICTION_FORMAT
         fh.attrs["format_version"] = FORMAT_VERSION

@@ -20,6 +20,7 @@ import numpy as np
 
 from .backends import Backend, Prepared, open_backend
 from .decode import decode, states_from_hitting_times
+from .errors import InputError
 from .fit import fit_rates
 from .options import DECODERS, DEFAULT_RATES, METHODS, FitSettings, Options, method_options
 from .problem import Problem, Reconstruction
@@ -86,6 +87,10 @@ def _reconstruct(problem: Problem, options: Options, backend: Backend, prep: Pre
     t_inf = backend.to_host(t_inf)
     t_rec = backend.to_host(t_rec)
     posteriors = backend.to_host(gamma).astype(np.float32) if keep_posteriors else None
+    if posteriors is not None and not np.isfinite(posteriors).all():
+        raise InputError("--beta-i/--beta-r", "rates",
+                         f"the observations have probability 0 under beta_i={beta_i:.6g}, beta_r={beta_r:.6g} "
+                         "(posteriors undefined); use rates that allow what was observed")
     timing = {"warmup_seconds": warmup_seconds}
     if repeats > 1:
         timing["algorithm_seconds_runs"] = runs

@@ -114,12 +114,17 @@ def check_states(states: np.ndarray, source: str, field_name: str, model: str) -
 
 
 def check_posteriors(posteriors: np.ndarray, T: int, n: int, source: str) -> None:
-    """Posterior marginals of a prediction: shape (3, T+1, n), finite probabilities in [0, 1]."""
+    """Posterior marginals of a prediction: shape (3, T+1, n), finite probabilities in [0, 1], each
+    cell's three summing to 1 (to 1e-3, float32 rounding). Whatever writes or reads a prediction
+    applies this one check."""
     expected = (3, T + 1, n)
     if posteriors.shape != expected:
         raise InputError(source, "posteriors", f"shape {posteriors.shape}, expected (3, T+1, n) = {expected}")
     if not np.isfinite(posteriors).all() or posteriors.min() < 0 or posteriors.max() > 1:
         raise InputError(source, "posteriors", "probabilities must be finite and lie in [0, 1]")
+    worst = float(np.abs(posteriors.sum(axis=0, dtype=np.float64) - 1).max()) if posteriors.size else 0.0
+    if worst > 1e-3:
+        raise InputError(source, "posteriors", f"the probabilities of a cell must sum to 1 (off by {worst:.3g})")
 
 
 def _check_initial_infections(n0: int, times: np.ndarray, states: np.ndarray, source: str, field_name: str) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 from .causal import certify_violations
 from .errors import InputError
 from .graph import Graph
+from .problem import check_posteriors
 
 
 def observed_frames(values, T: int, source: str, field: str) -> np.ndarray:
@@ -198,15 +199,6 @@ def calibration_score(truth: np.ndarray, posteriors: np.ndarray, obs_times: np.n
     }
 
 
-def _check_posteriors(posteriors: np.ndarray, truth: np.ndarray, source: str) -> None:
-    from .problem import check_posteriors
-
-    check_posteriors(posteriors, truth.shape[0] - 1, truth.shape[1], source)
-    worst = float(np.abs(posteriors.sum(axis=0, dtype=np.float64) - 1).max())
-    if worst > 1e-3:
-        raise InputError(source, "posteriors", f"the probabilities of a cell must sum to 1 (off by {worst:.3g})")
-
-
 def _timing(prediction: dict, source: str) -> dict:
     """The warm-up and every timed run of a prediction, when it records them (a prediction may
     come from any method, so both are optional; they are checked like any input)."""
@@ -271,5 +263,5 @@ def _calibration(problem, prediction: dict, source: str) -> dict:
     posteriors = prediction.get("posteriors")
     if posteriors is None:  # a method without probabilities
         return {}
-    _check_posteriors(posteriors, problem.truth, source)
+    check_posteriors(posteriors, problem.T, problem.n, source)
     return {"calibration": calibration_score(problem.truth, posteriors, problem.observations.times)}
