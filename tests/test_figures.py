@@ -347,11 +347,30 @@ def test_large_graph_table_transcribed_and_shown_beside_the_run(figures):
     for config in ("default", "tiny", "gpu"):
         fig, spec = figures[config]["large_timing"]
         texts = " ".join(_texts(fig))
-        assert "NVIDIA B200" in texts and "Web-Stanford (paper)" in texts
+        assert "NVIDIA B200" in texts and "Web-Stanford\n(paper)" in texts and "LiveJournal\n(paper)" in texts
         for ax in fig.axes:
-            assert ax.get_xscale() == ax.get_yscale() == "log"
+            assert ax.get_yscale() == "log"
+            sizes = [int(t.get_text().rsplit("n = ", 1)[1].split()[0].replace(",", "")) for t in ax.get_xticklabels()]
+            assert sizes == sorted(sizes)  # graphs ordered by vertices
+    # the paper's own graphs: this run's dots and the paper's diamonds in one column per graph
+    fig, spec = _render_one("paper", "large_timing")
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert sorted(t.split("\n")[0] for t in ticks) == ["LiveJournal", "Orkut", "Web-Google", "Web-Stanford"]
+    assert all(t.split("\n")[1] == "(this run and paper)" for t in ticks)
     # where the run has no large graphs (CI) the figure is not made
     assert "large_timing" not in figures["ci"]
+
+
+def _render_one(config: str, name: str):
+    """One figure of a configuration not rendered in full (the paper's: its graphs at their sizes)."""
+    import tempfile
+
+    plan = _plan(ROOT / f"config/{config}.yaml")
+    runs = report.report_runs(name, plan)
+    spec = report.report_spec(name, plan)
+    fig = report.render_figure(name, spec, runs, _inputs(name, runs, Path(tempfile.mkdtemp())))
+    fig.canvas.draw()
+    return fig, spec
 
 
 def test_time_against_size_is_log_log(figures):

@@ -182,73 +182,75 @@ def _graph_name(label: str) -> str:
 
 
 def figure_large_timing(spec: dict, scores: dict, runs: list, paper: pd.DataFrame | None = None) -> Figure:
-    """The large graphs' times in this run (filled) beside the paper's on an NVIDIA B200 (hollow
-    diamonds), against the graph's vertices, one panel per model; log-log."""
+    """The large graphs' times in this run (filled dots) beside the paper's on an NVIDIA B200 (hollow
+    diamonds): one column per graph, ordered by vertices, a graph of both side by side in one
+    column; one panel per model, log time axis."""
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import NullLocator
 
     df = time_rows(spec, scores, runs)
+    df["graph"] = [_graph_name(label) for label in df["dataset"]]
     paper = read_large_b200() if paper is None else paper
     models = list(dict.fromkeys(list(df["model"]) + list(paper["model"])))
     models = [m for m in ("SI", "SIR") if m in models] + [m for m in models if m not in ("SI", "SIR")]
     keys = list(dict.fromkeys(list(df["key"]) + [PAPER_RUNS[m] for m in paper["method"] if m in PAPER_RUNS]))
     colors = method_colors(keys)
-    fig = _figure(5 * len(models) + 2.8, 5.2)
+    # the graphs, each once, by size: this run's (its own n) and the paper's (n from tab:datasets)
+    sizes = dict(zip(paper["graph"], paper["n"].astype(int), strict=True))
+    run_sizes = dict(zip(df["graph"], df["n"], strict=True))
+    graphs = sorted(set(sizes) | set(run_sizes), key=lambda g: (run_sizes.get(g, sizes.get(g, 0)), g))
+    fig = _figure(max(4.6, 0.95 * len(graphs) + 1.2) * len(models) + 2.8, 5.6)
     axes = np.atleast_1d(fig.subplots(1, len(models), sharey=True))
+    x = {g: i for i, g in enumerate(graphs)}
     for ax, model in zip(axes, models, strict=True):
-        ticks: dict[float, list[str]] = {}
         run = df[df["model"] == model]
-        for key, sub in run.groupby("key", sort=False):
-            plugin = bool(sub["plugin"].iloc[0])
-            ax.errorbar(sub["n"], sub["ms"], yerr=_error(sub), ls="none", marker="o", ms=7, color=colors[key],
-                        mfc="white" if plugin else colors[key], mew=1.4, capsize=2, elinewidth=0.8)
-        for _, row in run.drop_duplicates("d").iterrows():
-            ticks.setdefault(float(row["n"]), []).append(_graph_name(row["dataset"]))
         pub = paper[paper["model"] == model]
-        for method, sub in pub.groupby("method", sort=False):
-            key = PAPER_RUNS.get(method, method)
-            ax.plot(sub["n"], sub["time_ms"], ls="none", marker="D", ms=8, mfc="none", mew=1.6,
-                    color=colors.get(key, method_color(key)))
-        for _, row in pub.drop_duplicates("graph").iterrows():
-            ticks.setdefault(float(row["n"]), []).append(f"{row['graph']} (paper)")
-        ax.set_xscale("log")
+        points = [("run", k, g) for k, g in zip(run["key"], run["graph"], strict=True)]
+        points += [("paper", PAPER_RUNS.get(m, m), g) for m, g in zip(pub["method"], pub["graph"], strict=True)]
+        per_graph = {g: [p for p in points if p[2] == g] for g in graphs}
+        for source, key, g in points:
+            column = per_graph[g]
+            offset = (column.index((source, key, g)) - (len(column) - 1) / 2) * min(0.8 / len(column), 0.16)
+            color = colors.get(key, method_color(key))
+            if source == "run":
+                sub = run[(run["key"] == key) & (run["graph"] == g)]
+                plugin = bool(sub["plugin"].iloc[0])
+                ax.errorbar([x[g] + offset], sub["ms"], yerr=_error(sub), ls="none", marker="o", ms=7, color=color,
+                            mfc="white" if plugin else color, mew=1.4, capsize=2, elinewidth=0.8)
+            else:
+                method = next(m for m, k in PAPER_RUNS.items() if k == key) if key in PAPER_RUNS.values() else key
+                ms = pub[(pub["method"] == method) & (pub["graph"] == g)]["time_ms"]
+                ax.plot([x[g] + offset], ms, ls="none", marker="D", ms=8, mfc="none", mew=1.6, color=color)
         ax.set_yscale("log")
-        ax.xaxis.set_minor_locator(NullLocator())
-        merged = _merge_ticks(ticks)
-        # upright labels: the paper's largest graphs sit close on the log axis
-        ax.set_xticks(list(merged), list(merged.values()), rotation=90, fontsize=8)
-        ax.margins(x=0.1, y=0.1)
-        ax.set_xlabel("vertices n (log scale)")
+        labels = []
+        for g in graphs:
+            where = ("this run" if g in run_sizes else "") + (" and paper" if g in run_sizes and g in sizes else
+                                                              "paper" if g in sizes else "")
+            n = f"{run_sizes.get(g, sizes.get(g, 0)):,}"
+            if g in run_sizes and g in sizes and abs(run_sizes[g] - sizes[g]) > 0.01 * sizes[g]:
+                n += f" (paper {sizes[g]:,})"  # the run's graph prepared differently
+            labels.append(f"{g}\n({where})\nn = {n}")
+        ax.set_xticks(range(len(graphs)), labels, rotation=35, ha="right", fontsize=8)
+        ax.set_xlim(-0.5, len(graphs) - 0.5)
+        for gap in np.arange(len(graphs) - 1) + 0.5:
+            ax.axvline(gap, color="0.88", lw=0.6)
+        ax.margins(y=0.1)
+        ax.set_xlabel("graph, ordered by vertices n")
         ax.set_title(f"{model} histories", fontsize=10)
-        ax.grid(which="major", color="0.9", lw=0.6)
+        ax.grid(axis="y", which="major", color="0.9", lw=0.6)
         ax.set_axisbelow(True)
     axes[0].set_ylabel("time per run (ms, log scale)")
     labels = dict(zip(df["key"], df["method"], strict=True))
-    plugins = dict(zip(df["key"], df["plugin"], strict=True))
     for method, key in PAPER_RUNS.items():
         labels.setdefault(key, method)
-        plugins.setdefault(key, False)
     devices = ", ".join(dict.fromkeys(f"{BACKEND_NAMES.get(b, b)} on {dv}" if dv else BACKEND_NAMES.get(b, b)
                                       for b, dv in zip(df["backend"], df["device"], strict=True) if b))
-    handles = [Line2D([], [], ls="none", marker="o", color="0.3", label=f"this run ({devices or 'measured'})"),
-               Line2D([], [], ls="none", marker="D", mfc="none", mew=1.6, color="0.3",
-                      label="paper: NVIDIA B200, single run\n(Table tab:large-results)")]
-    method_handles = [Line2D([], [], ls="none", marker="s", ms=8, color=colors[k], label=labels[k])
-                      for k in colors]
-    axes[-1].legend(handles=method_handles + handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.03, 1.0),
-                    borderaxespad=0)
+    handles = [Line2D([], [], ls="none", marker="s", ms=8, color=colors[k], label=labels[k]) for k in colors]
+    handles += [Line2D([], [], ls="none", marker="o", color="0.3", label=f"this run ({devices or 'measured'})"),
+                Line2D([], [], ls="none", marker="D", mfc="none", mew=1.6, color="0.3",
+                       label="paper: NVIDIA B200, single run\n(Table tab:large-results)")]
+    if df["plugin"].any():
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="white", mew=1.4, color="0.3",
+                              label=f"plug-in, {SELF_REPORTED}"))
+    axes[-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.03, 1.0), borderaxespad=0)
     fig.suptitle("Large graphs: this run's times beside the paper's (fit, inference and decoding)", fontsize=11)
     return fig
-
-
-def _merge_ticks(ticks: dict[float, list[str]]) -> dict[float, str]:
-    """Tick labels of sizes closer than 6% on the log axis merged into one (the lower size's)."""
-    out: dict[float, list[str]] = {}
-    last = None
-    for n in sorted(ticks):
-        if last is not None and abs(np.log10(n) - np.log10(last)) < 0.025:
-            out[last] += ticks[n]
-            continue
-        out[n] = list(ticks[n])
-        last = n
-    return {n: "\n".join(dict.fromkeys(names)) + f"\nn = {int(n):,}" for n, names in out.items()}
