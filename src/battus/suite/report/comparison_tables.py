@@ -20,7 +20,8 @@ from .scores import (
 from .seeds import seed_diff, seed_mean
 from .tables import Panel, Table, fmt_value, label_text, long_rows, panel_frame, tidy_frame
 
-CONTROLS_NOTE = " Controls (the truth, a random consistent history) check the scorer and set a floor: not ranked."
+CONTROLS_NOTE = (" Controls (the truth; a random history consistent with the observations, which shows what the "
+                 "protocol gives for free rather than a floor of zero) are shown for scale: never bold.")
 
 
 def table_datasets(spec: dict, histories: dict[str, dict]) -> Table:
@@ -367,7 +368,7 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
         note += (" DITTO's published rows are over the canonical exports (ref. qiu2023ditto); these datasets "
                  "are not those, so none is shown.")
     if spec.get("controls"):
-        note += CONTROLS_NOTE.replace("not ranked", "never bold")
+        note += CONTROLS_NOTE
     datasets = exp["si"] + exp["sir"]
     title = canonical_title(spec, datasets, "Quality under DITTO's protocol (final frame only)")
     return Table("ditto_protocol", title, panels, tidy_frame(tidy), note,
@@ -438,7 +439,7 @@ def table_unobserved_quality(spec: dict, scores: dict) -> Table:
                  canonical_title(spec, datasets, "Mean quality with and without the observed frames"),
                  [Panel("", df, formats, best, skip_best_rows=controls)], tidy_frame(tidy),
                  f"Means over {len(datasets)} datasets; unobserved-only drops every observed frame."
-                 + (CONTROLS_NOTE.replace("not ranked", "never bold") if controls else ""),
+                 + (CONTROLS_NOTE if controls else ""),
                  protocol_text(records, scorer="both"))
 
 
