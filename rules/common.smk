@@ -9,9 +9,9 @@ import os
 import re
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 import battus.download
+from battus.suite.config import validate_config
 from battus.suite.experiments import Plan
 from battus.suite.report import (
     REPORT_ITEMS,
@@ -20,8 +20,10 @@ from battus.suite.report import (
     report_runs,
     report_spec,
 )
+from battus.suite.report.specfile import write_item_spec
+from battus.suite.report.summary import summary_spec
 
-validate(config, "../config/schemas/config.schema.yaml")
+validate_config(config, f"{workflow.basedir}/config/schemas/config.schema.yaml")
 # published rows live in the workflow, not in the run folder
 for _key, _path in config["published"].items():
     if not os.path.isabs(_path):
@@ -96,6 +98,14 @@ def figure_file(name):
     return f"{OUT}/report/figures/{name}.png"
 
 
+def item_spec_file(item):
+    return f"{OUT}/report/specs/{item}.json"
+
+
+def summary_file(ext):
+    return f"{OUT}/report/summary.{ext}"
+
+
 # ---------------------------------------------------------------------------
 # Input functions.
 def downloaded(key):
@@ -133,10 +143,21 @@ def report_inputs(name):
 
 
 def report_targets():
-    targets = [table_file(t, ext) for t in TABLES for ext in ("csv", "md", "tex")]
+    targets = [
+        table_file(t, ext) for t in TABLES for ext in ("csv", "md", "tex", "html")
+    ]
     targets += [figure_file(f) for f in FIGURES]
+    targets += [summary_file("rst"), summary_file("html")]  # the report's first page
     # runs that no table reads (`extra`) are still made, and all their numbers in one long table
     return targets + [score(*run) for run in PLAN.all_runs()] + [scores_file()]
+
+
+def item_spec(item):
+    """What a report item's spec file holds (written by report_spec): a table's or figure's spec and
+    runs, or what the first page says about the configuration (`summary`)."""
+    if item == "summary":
+        return {"spec": summary_spec(PLAN, TABLES, FIGURES), "runs": []}
+    return {"spec": report_spec(item, PLAN), "runs": report_runs(item, PLAN)}
 
 
 def archive_paths():

@@ -1,0 +1,87 @@
+"""Validating a workflow configuration against its JSON schema, with a short answer.
+
+:func:`validate_config` does what ``snakemake.utils.validate`` does (JSON
+Schema 2020-12, the schema's defaults filled in) but never prints the schema or
+the whole document: a refusal is one line naming the key, the value (cut
+short) and the rule. Before validating, the configuration is walked with a
+budget, so that a small file of nested YAML anchors, which expands to billions
+of values, is refused at once instead of validated (or printed) for ever.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .experiments import ConfigError
+
+# values a configuration may hold, shared ones (YAML anchors) counted each time they are reached
+MAX_VALUES = 1_000_000
+_SHOWN = 60  # characters of a refused value shown
+
+
+def validate_config(config: dict, schema_path: str | Path) -> None:
+    """Check ``config`` against the schema at ``schema_path`` and fill in its defaults, in place;
+    a :class:`~battus.suite.experiments.ConfigError` names the first key that breaks a rule."""
+    import jsonschema
+    from jsonschema import Draft202012Validator, validators
+
+    _count_values(config)
+    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, subschema):
+        if isinstance(instance, dict):
+            for name, sub in props.items():
+                if isinstance(sub, dict) and "default" in sub:
+                    instance.setdefault(name, sub["default"])
+        yield from properties(validator, props, instance, subschema)
+
+    filling = validators.extend(Draft202012Validator, {"properties": set_defaults})
+    error = jsonschema.exceptions.best_match(filling(schema).iter_errors(config))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ConfigError(f"{where}: {_short(error.instance)}: {_rule(error)}")
+
+
+def _count_values(config) -> None:
+    """Refuse a configuration that expands to more than :data:`MAX_VALUES` values."""
+    seen = 0
+    pending = [config]
+    while pending:
+        node = pending.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise ConfigError(f"the document expands to more than {MAX_VALUES:,} values (nested YAML anchors?)")
+        if isinstance(node, dict):
+            pending.extend(node.values())
+            pending.extend(node.keys())
+        elif isinstance(node, list | tuple):
+            pending.extend(node)
+
+
+def _short(value) -> str:
+    text = repr(value) if not isinstance(value, dict | list) else type(value).__name__
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _rule(error) -> str:
+    """The rule that failed, in words, without the schema or the whole value."""
+    kind, expected = error.validator, error.validator_value
+    if kind == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {}))) if isinstance(
+            error.instance, dict) else []
+        return f"unknown key {_short(extra[0]) if extra else ''} (not in the schema)".replace("  ", " ")
+    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+                "minItems", "maxItems", "pattern", "type", "multipleOf", "const"):
+        return f"{kind} {_short(expected)}"
+    if kind == "enum":
+        return f"one of {', '.join(map(str, expected))}"
+    if kind == "required":
+        missing = [k for k in expected if isinstance(error.instance, dict) and k not in error.instance]
+        return f"needs {', '.join(missing) or 'more keys'}"
+    if kind == "propertyNames":
+        return f"key names must match {_short(expected.get('pattern', expected))}"
+    message = error.message
+    return message if len(message) <= 120 else message[:117] + "..."

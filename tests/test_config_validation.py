@@ -1,0 +1,59 @@
+"""The workflow's config check (battus.suite.config.validate_config): short refusals, defaults as
+Snakemake's own validate fills them, and no hang on a document of nested YAML anchors."""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from battus.suite.config import validate_config
+from battus.suite.experiments import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "config/schemas/config.schema.yaml"
+
+
+def default_config() -> dict:
+    return yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+def test_defaults_are_filled_as_snakemake_fills_them():
+    from snakemake.utils import validate
+
+    ours, theirs = default_config(), default_config()
+    validate_config(ours, SCHEMA)
+    validate(theirs, str(SCHEMA))
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda c: c["downloads"].update({"../outside.txt": {"url": "https://x/y", "sha256": "0" * 64}}),
+     "config: downloads: '../outside.txt': pattern"),
+    (lambda c: c["downloads"].update({"a/../../b": {"url": "https://x/y", "sha256": "0" * 64}}),
+     "config: downloads: 'a/../../b': pattern"),
+    (lambda c: c["fit"].update(grid_points=-3), "config: fit.grid_points: -3: minimum 2"),
+    (lambda c: c.update(bogus=1), "unknown key 'bogus'"),
+])
+def test_a_refusal_is_one_short_line_naming_the_key(edit, needle):
+    config = default_config()
+    edit(config)
+    with pytest.raises(ConfigError) as caught:
+        validate_config(config, SCHEMA)
+    message = str(caught.value)
+    assert needle in message and "\n" not in message and len(message) < 200, message
+
+
+def test_nested_anchors_are_refused_at_once():
+    levels = ['a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        levels.append(f"{name}: &{name} [{', '.join(['*' + prev] * 10)}]")
+    bomb = yaml.safe_load("\n".join(levels))  # a kilobyte that expands to 10**9 values
+    config = {**copy.deepcopy(default_config()), "datasets": {"x": {"label": bomb}}}
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="expands to more than"):
+        validate_config(config, SCHEMA)
+    assert time.monotonic() - started < 10
