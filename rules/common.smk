@@ -23,7 +23,11 @@ from battus.suite.report import (
 from battus.suite.report.specfile import write_item_spec
 from battus.suite.report.summary import summary_spec
 
-validate_config(config, f"{workflow.basedir}/config/schemas/config.schema.yaml")
+validate_config(
+    config,
+    f"{workflow.basedir}/config/schemas/config.schema.yaml",
+    files=workflow.overwrite_configfiles or [f"{workflow.basedir}/config/config.yaml"],
+)
 # published rows live in the workflow, not in the run folder
 for _key, _path in config["published"].items():
     if not os.path.isabs(_path):

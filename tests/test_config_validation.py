@@ -57,3 +57,32 @@ def test_nested_anchors_are_refused_at_once():
     with pytest.raises(ConfigError, match="expands to more than"):
         validate_config(config, SCHEMA)
     assert time.monotonic() - started < 10
+
+
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("results: a\nseeds: []\nresults: b\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: line 3: key 'results' given twice"):
+        validate_config(default_config(), SCHEMA, files=[path])
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda c: c["fit"].update(lower=float("nan")), "fit.lower: nan: not a finite number"),
+    (lambda c: c["experiments"]["rate_robustness"].update(seeds=[2**64]), "maximum 18446744073709551615"),
+])
+def test_values_the_command_line_refuses_are_refused_here(edit, needle):
+    config = default_config()
+    edit(config)
+    with pytest.raises(ConfigError, match=needle):
+        validate_config(config, SCHEMA)
+
+
+def test_a_misspelt_plugin_placeholder_is_refused_before_any_job():
+    from battus.suite.experiments import Plan
+
+    config = default_config()
+    validate_config(config, SCHEMA)
+    name = next(iter(config["methods"]))
+    config["methods"][name]["command"] = "python x.py {histroy} {out}"
+    with pytest.raises(ConfigError, match=r"command: unknown placeholder \{histroy\}"):
+        Plan(config)

@@ -34,12 +34,15 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .decode import hitting_times
 from .errors import InputError
-from .problem import Problem, Reconstruction, check_posteriors
+
+if TYPE_CHECKING:  # the workflow's plan reads PLACEHOLDERS without loading Numba
+    from .problem import Problem, Reconstruction
 
 PLACEHOLDERS = ("history", "out", "threads", "seed", "python", "workflow")
 # the folder of the Snakemake workflow running the plug-in (set by workflow_scripts/battus_cli.py; the working folder
@@ -162,6 +165,8 @@ def printable(text: str) -> str:
 
 
 def _reconstruction(name: str, argv: list[str], record: dict, problem: Problem, wall: float) -> Reconstruction:
+    from .problem import Reconstruction, check_posteriors
+
     states = record["states"]
     if states.shape != (problem.T + 1, problem.n):
         raise InputError(f"method {name}: prediction", "states",

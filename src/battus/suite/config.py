@@ -10,6 +10,7 @@ of values, is refused at once instead of validated (or printed) for ever.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import yaml
@@ -21,13 +22,17 @@ MAX_VALUES = 1_000_000
 _SHOWN = 60  # characters of a refused value shown
 
 
-def validate_config(config: dict, schema_path: str | Path) -> None:
+def validate_config(config: dict, schema_path: str | Path, files: list[str | Path] = ()) -> None:
     """Check ``config`` against the schema at ``schema_path`` and fill in its defaults, in place;
-    a :class:`~battus.suite.experiments.ConfigError` names the first key that breaks a rule."""
+    a :class:`~battus.suite.experiments.ConfigError` names the first key that breaks a rule.
+    ``files``: the YAML files it was read from, checked for a key given twice (YAML keeps the
+    last one silently)."""
     import jsonschema
     from jsonschema import Draft202012Validator, validators
 
-    _count_values(config)
+    for path in files:
+        _check_unique_keys(Path(path))
+    _walk(config)
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     properties = Draft202012Validator.VALIDATORS["properties"]
 
@@ -45,20 +50,51 @@ def validate_config(config: dict, schema_path: str | Path) -> None:
         raise ConfigError(f"{where}: {_short(error.instance)}: {_rule(error)}")
 
 
-def _count_values(config) -> None:
-    """Refuse a configuration that expands to more than :data:`MAX_VALUES` values."""
+def _walk(config) -> None:
+    """Refuse a configuration that expands to more than :data:`MAX_VALUES` values, or holds a number
+    that is not finite (YAML's .nan, .inf: JSON Schema bounds do not catch them)."""
     seen = 0
-    pending = [config]
+    pending = [(config, "")]
     while pending:
-        node = pending.pop()
+        node, where = pending.pop()
         seen += 1
         if seen > MAX_VALUES:
             raise ConfigError(f"the document expands to more than {MAX_VALUES:,} values (nested YAML anchors?)")
+        if isinstance(node, float) and not math.isfinite(node):
+            raise ConfigError(f"{where or '(top level)'}: {node}: not a finite number")
         if isinstance(node, dict):
-            pending.extend(node.values())
-            pending.extend(node.keys())
+            pending.extend((value, f"{where}.{key}" if where else str(key)) for key, value in node.items())
         elif isinstance(node, list | tuple):
-            pending.extend(node)
+            pending.extend((value, f"{where}[{i}]") for i, value in enumerate(node))
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a mapping giving one key twice."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in keys:
+                line = key_node.start_mark.line + 1
+                raise ConfigError(f"{self.name}: line {line}: key {_short(key)} given twice")
+            keys.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _check_unique_keys(path: Path) -> None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    loader = _UniqueKeyLoader(text)
+    loader.name = str(path)
+    try:
+        loader.get_single_data()
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
+    finally:
+        loader.dispose()
 
 
 def _short(value) -> str:

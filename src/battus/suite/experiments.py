@@ -25,6 +25,7 @@ import shlex
 
 from ..baselines import BASELINE_LABELS, BASELINES, CONTROLS
 from ..options import method_options
+from ..plugins import PLACEHOLDERS
 from ..synth import SCALE_PRESETS
 
 # the engine's own methods, presets of battus.pipeline.Options with named ablations (variants)
@@ -68,6 +69,17 @@ class ConfigError(ValueError):
 
     def __init__(self, message: str):
         super().__init__(f"config: {message}")
+
+
+def _unknown_placeholders(command: str) -> list[str]:
+    """The ``{name}`` fields of a plug-in command that ``battus run-method`` would refuse."""
+    import string
+
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(command) if f is not None]
+    except ValueError:  # an unmatched brace
+        return ["(unmatched brace)"]
+    return [f for f in fields if f not in PLACEHOLDERS]
 
 
 def _check(condition: bool, message: str) -> None:
@@ -392,8 +404,11 @@ class Plan:
             else:
                 _check("n" in s, f"graphs.{g}: the {s['generator']} generator needs n")
                 _check("edges" in s, f"graphs.{g}: the {s['generator']} generator needs edges")
-        for m in self.plugins:
+        for m, spec in self.plugins.items():
             _check(m not in BUILTIN_LABELS, f"methods.{m}: the name of a built-in method")
+            bad = _unknown_placeholders(spec["command"])
+            _check(not bad, f"methods.{m}.command: unknown placeholder {{{bad[0] if bad else ''}}} "
+                            f"(use {', '.join('{' + p + '}' for p in PLACEHOLDERS)})")
         for d, m, v in self.all_runs():
             _check(d in self.datasets, f"experiments: no dataset named {d!r}")
             self.overrides(m, v)
