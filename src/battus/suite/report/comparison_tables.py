@@ -210,8 +210,9 @@ def canonical_title(spec: dict, datasets: list[str], what: str) -> str:
     if all(spec["datasets"][d].get("published") for d in datasets):
         return f"{what} on the canonical HERMES suite"
     groups = list(dict.fromkeys(spec["datasets"][d].get("group") or "" for d in datasets))
-    groups = [g for g in groups if g]
-    return f"{what} on {', '.join(groups) if groups else 'these'} datasets (not the canonical suite)"
+    groups = [g[0].lower() + g[1:] if g[1:2].islower() else g for g in groups if g]
+    named = ", ".join(groups[:-1]) + f" and {groups[-1]}" if len(groups) > 1 else (groups or ["these"])[0]
+    return f"{what} on {named} datasets (not the canonical suite)"
 
 
 def table_canonical_quality(spec: dict, scores: dict, published: pd.DataFrame | None) -> Table:

@@ -184,7 +184,8 @@ def table_feasibility_sensitivity(spec: dict, scores: dict) -> Table:
                  "own rate (real diffusions need not be feasible under the supplied graph, so a low rate is not "
                  "always closer to the truth); it, the baselines and the random control are shown, never bold.")
         if len(compared) > 1:
-            note += f" Bold compares only {' and '.join(label_text(c) for c in compared)}, as the paper's Panel A."
+            note += (f" Bold compares only the methods under test ({', '.join(label_text(c) for c in compared)}), "
+                     "as the paper's Panel A compares Battus with Battus-Z.")
     if grid:
         note += (f" {'Panel B: ' if canon else ''}{method} at fixed inference rates (β^I, β^R); the row marked "
                  "default is the shipped default, the canonical run itself (absent where the grid leaves the "
