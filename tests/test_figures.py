@@ -234,7 +234,7 @@ def test_one_colour_per_method_in_every_configuration(figures):
             colors = _legend_colors(figures[config][name][0])
             assert len(set(colors.values())) == len(colors), f"{config}/{name}: two methods share a colour"
             for label, color in colors.items():
-                seen.setdefault(label.removesuffix(" (self-reported)"), set()).add(color)
+                seen.setdefault(label.removesuffix(": self-reported time"), set()).add(color)
     # the CI config lists Battus-Z first, the default Battus first: the colours must not follow the order
     assert {"Battus", "Battus-Z", "Truth (positive control)"} <= set(seen)
     assert all(len(colors) == 1 for colors in seen.values()), seen
@@ -268,7 +268,7 @@ def test_controls_are_not_timed_and_plugin_time_is_self_reported(figures):
             plugins = [label for key, label in spec["labels"].items()
                        if key.split("/")[0] not in BUILTIN and key not in spec["controls"]]
             for label in plugins:
-                assert f"{report.label_text(label)} (self-reported)" in texts, f"{config}/{name}"
+                assert f"{report.label_text(label)}: self-reported time" in texts, f"{config}/{name}"
             for legend in _legends(fig):  # self-reported times are hollow, measured ones filled
                 for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=True):
                     if hasattr(handle, "get_markerfacecolor") and handle.get_marker() not in ("D", "s", "None"):
@@ -292,9 +292,9 @@ def test_heat_map_marks_controls_and_scales_to_the_methods(figures):
         assert len(panels) == 2
         for ax in panels:
             labels = [t.get_text() for t in ax.get_yticklabels()]
-            controls = [lab for lab in labels if "[control]" in lab]
-            assert len(controls) == len(spec["controls"]) == 2
-            assert labels[-2:] == controls  # below the methods, set off by a line
+            controls = sorted(report.label_text(spec["labels"][k]) for k in spec["controls"])
+            assert len(controls) == 2 and sorted(labels[-2:]) == controls  # below the methods, set off by a line
+            assert all(t.get_style() == "italic" for t in ax.get_yticklabels()[-2:])
             image = ax.images[0]
             assert image.get_array().mask[-2:].all()  # grey cells: off the colour scale
             assert 0 < image.norm.vmin and image.norm.vmax < 1  # the scale spans the methods

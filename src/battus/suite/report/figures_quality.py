@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .figures import _figure, _text_color, canonical_series, is_battus, method_color, method_colors
-from .scores import dataset_label, method_label, score_of
+from .scores import dataset_label, is_control, method_label, score_of
 from .seeds import seed_mean, seed_sd, seeded
 from .tables import label_text
 
@@ -55,7 +55,7 @@ def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | No
     for i, (ax, (_metric, name, better)) in enumerate(zip(axes, METRICS, strict=True)):
         lo, hi = _zoom([float(p[i]) for s in series.values() if not s["control"] for p in s["values"]])
         band = 0.14 * (hi - lo)
-        off_scale = False
+        off_scale = {"above": False, "below": False}
         for offset, (key, s) in zip(offsets, series.items(), strict=True):
             ys = np.array([float(p[i]) for p in s["values"]])
             yerr = [seed_sd(p[i]) for p in s["values"]] if spread else None
@@ -68,20 +68,19 @@ def figure_canonical_bars(spec: dict, scores: dict, published: pd.DataFrame | No
             shown = np.where(inside, ys, np.nan)
             ax.errorbar(x + offset, shown, yerr=yerr, capsize=2, elinewidth=0.8, **style)
             for j in np.flatnonzero(~inside & np.isfinite(ys)):
-                off_scale = True
                 above = ys[j] > hi
+                off_scale["above" if above else "below"] = True
                 y = hi + band / 2 if above else lo - band / 2
                 ax.plot(x[j] + offset, y, marker=style["marker"], color=colors[key], mfc="white", mew=1.4,
                         ms=8, clip_on=False)
                 value = f"{ys[j]:.2f}".lstrip("0") if ys[j] > 0 else "0"
                 ax.annotate(("\u2191" if above else "\u2193") + value, (x[j] + offset, y), xytext=(6, 0),
                             textcoords="offset points", fontsize=7, va="center", color="0.2")
-        if off_scale:  # a band beyond each edge for the off-scale controls, set off by dashed lines
-            ax.set_ylim(lo - band, hi + band)
-            for edge in (lo, hi):
+        # a band beyond an edge with off-scale controls, set off by a dashed line
+        ax.set_ylim(lo - band * off_scale["below"], hi + band * off_scale["above"])
+        for edge, side in ((lo, "below"), (hi, "above")):
+            if off_scale[side]:
                 ax.axhline(edge, color="0.6", lw=0.6, ls="--")
-        else:
-            ax.set_ylim(lo, hi)
         ticks = [t for t in MaxNLocator(6).tick_values(lo, hi) if lo <= t <= hi]
         ax.set_yticks(ticks)
         ax.set_ylabel(f"{name} ({better} is better)\naxis zoomed: {lo:.2f}\u2013{hi:.2f}")
@@ -134,13 +133,14 @@ def figure_quality_heatmap(spec: dict, scores: dict, published: pd.DataFrame | N
                         style="italic" if control else "normal")
         if controls:
             ax.axhline(nrows - controls - 0.5, color="black", lw=1.2)
-        labels = [series[k]["label"] + (" [control]" if series[k]["control"] else "") for k in order]
+        labels = [series[k]["label"] for k in order]  # a control's label says it is one
         ax.set_yticks(range(nrows), labels, fontsize=8)
         for tick, k in zip(ax.get_yticklabels(), order, strict=True):
             if series[k]["control"]:
                 tick.set_color("0.35")
                 tick.set_style("italic")
-        ax.set_title(f"{name} ({better} is better); colours span the methods, controls grey", fontsize=9)
+        ax.set_title(f"{name} ({better} is better); colours span the methods, controls grey below the line",
+                     fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.9, pad=0.01)
     axes[1].set_xticks(range(ncols), [label_text(dataset_label(spec, d)) for d in datasets], rotation=35,
                        ha="right")
@@ -254,8 +254,11 @@ def figure_cv_vs_f1(spec: dict, scores: dict, published: pd.DataFrame | None) ->
             events = sum(r["causal"]["prediction"]["events"] for r in runs)
             f1 = seed_mean([r["hermes"]["f1"] for r in runs])
             label = f"{label_text(method_label(spec, m, v))} ({model.upper()})"
-            ax.scatter(100 * violations / max(1, events), f1, marker=markers[model], color=colors[f"{m}/{v}"],
-                       s=46, label=label)
+            # controls hollow: the truth's SI and SIR points coincide at (0, 1), both outlines show
+            control = is_control(spec, m, v)
+            ax.scatter(100 * violations / max(1, events), f1, marker=markers[model],
+                       facecolors="none" if control else colors[f"{m}/{v}"], edgecolors=colors[f"{m}/{v}"],
+                       linewidths=1.5, s=60 if control else 46, label=label)
             if seeded(f1):  # mean F1 over seeds: one sd over seeds
                 ax.errorbar(100 * violations / max(1, events), float(f1), yerr=f1.sd, color=colors[f"{m}/{v}"],
                             capsize=3, lw=0.8)

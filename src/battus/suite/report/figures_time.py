@@ -48,7 +48,7 @@ def time_rows(spec: dict, scores: dict, runs: list) -> pd.DataFrame:
 
 
 def _legend_label(row_method: str, plugin: bool) -> str:
-    return f"{row_method} ({SELF_REPORTED})" if plugin else row_method
+    return f"{row_method}: {SELF_REPORTED} time" if plugin else row_method
 
 
 def _measured_on(df: pd.DataFrame) -> str:
@@ -122,17 +122,19 @@ def figure_time_vs_size(spec: dict, scores: dict, runs: list) -> Figure:
     colors = method_colors(keys)
     fig = _figure(9, 5.2)
     ax = fig.subplots()
+    # methods side by side at one size: each shifted by a fixed fraction of a decade
+    shift = {k: 10 ** ((i - (len(keys) - 1) / 2) * min(0.1 / max(1, len(keys)), 0.025)) for i, k in enumerate(keys)}
     for key in keys:
         sub = df[df["key"] == key].sort_values("n")
         plugin = bool(sub["plugin"].iloc[0])
         for model, grp in sub.groupby("model", sort=False):
-            ax.errorbar(grp["n"], grp["ms"], yerr=_error(grp), ls="none", marker=MODEL_MARKERS.get(model, "o"),
-                        ms=6, color=colors[key], mfc="white" if plugin else colors[key], mew=1.4, capsize=2,
-                        elinewidth=0.8, alpha=0.9)
+            ax.errorbar(grp["n"] * shift[key], grp["ms"], yerr=_error(grp), ls="none",
+                        marker=MODEL_MARKERS.get(model, "o"), ms=6, color=colors[key],
+                        mfc="white" if plugin else colors[key], mew=1.4, capsize=2, elinewidth=0.8, alpha=0.9)
         # the method's trend: its geometric-mean time at each size, joined
         trend = sub.groupby("n")["ms"].apply(lambda s: float(np.exp(np.log(s).mean())))
         if len(trend) > 1:
-            ax.plot(trend.index, trend.to_numpy(), color=colors[key], lw=0.9, alpha=0.6,
+            ax.plot(trend.index * shift[key], trend.to_numpy(), color=colors[key], lw=0.9, alpha=0.6,
                     ls="--" if plugin else "-")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -151,7 +153,8 @@ def figure_time_vs_size(spec: dict, scores: dict, runs: list) -> Figure:
     plugins = dict(zip(df["key"], df["plugin"], strict=True))
     _size_legend(ax, colors, labels, plugins, list(dict.fromkeys(df["model"])))
     measured = _measured_on(df)
-    ax.set_title("Reconstruction time against graph size (line: geometric mean at each size)"
+    ax.set_title("Reconstruction time against graph size (line: geometric mean at each size;\n"
+                 "methods side by side at one size)"
                  + (f"\nmeasured by Battus on the {measured}" if measured else "")
                  + ("; hollow: the plug-in's own report" if df["plugin"].any() else ""), fontsize=10)
     return fig
