@@ -26,6 +26,7 @@ include: "rules/data.smk"
 include: "rules/reconstruct.smk"
 include: "rules/tables.smk"
 include: "rules/figures.smk"
+include: "rules/report.smk"
 include: "rules/archive.smk"
 
 

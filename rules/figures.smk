@@ -1,6 +1,6 @@
 """Stage 3: figures (PNG) under <results>/report/figures.
 
-One rule per figure, all made by this loop, as for the tables.
+One rule per figure, all made by this loop, as for the tables (its spec file an input).
 """
 
 for figure in FIGURES:
@@ -10,6 +10,7 @@ for figure in FIGURES:
             f"figure_{figure}"
         input:
             **report_inputs(figure),
+            spec=item_spec_file(figure),
         output:
             report(
                 figure_file(figure),
@@ -25,7 +26,5 @@ for figure in FIGURES:
             **cluster_resources(),
         params:
             name=figure,
-            runs=report_runs(figure, PLAN),
-            spec=report_spec(figure, PLAN),
         script:
             "../workflow_scripts/make_report_item.py"

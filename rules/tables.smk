@@ -1,8 +1,9 @@
-"""Stage 3: the paper's tables as CSV, Markdown and LaTeX (booktabs) under <results>/report/tables.
+"""Stage 3: the paper's tables as CSV, Markdown, LaTeX (booktabs) and HTML under <results>/report/tables.
 
-One rule per table, all made by this loop: its entry in battus.suite.report's
-registry says what it shows (its spec, a param: editing one experiment reruns
-only its tables) and which files it reads (report_inputs).
+One rule per table, all made by this loop: its entry in battus.suite.report's registry says
+what it shows (its spec file, written by rule report_spec: editing one experiment reruns only
+its tables) and which files it reads (report_inputs). The HTML report shows each table's HTML
+page (the paper's wide layout) and offers its long CSV beside it.
 """
 
 for table in TABLES:
@@ -12,15 +13,22 @@ for table in TABLES:
             f"table_{table}"
         input:
             **report_inputs(table),
+            spec=item_spec_file(table),
         output:
             csv=report(
                 table_file(table, "csv"),
                 caption=f"../reports/{table}.rst",
                 category="Tables",
-                labels={"table": table},
+                labels={"table": table, "format": "long CSV, for analysis (download)"},
             ),
             md=table_file(table, "md"),
             tex=table_file(table, "tex"),
+            html=report(
+                table_file(table, "html"),
+                caption=f"../reports/{table}.rst",
+                category="Tables",
+                labels={"table": table, "format": "table, wide layout (view)"},
+            ),
         log:
             f"{OUT}/logs/tables/{table}.log",
         conda:
@@ -29,8 +37,6 @@ for table in TABLES:
             **cluster_resources(),
         params:
             name=table,
-            runs=report_runs(table, PLAN),
-            spec=report_spec(table, PLAN),
         script:
             "../workflow_scripts/make_report_item.py"
 
