@@ -120,7 +120,7 @@ REPORT_ITEMS = {
     # the paper's own numbers (data/published/battus_paper_tables.csv) beside this run's
     "paper_comparison": ReportItem("table", ("canonical",),
                                    lambda d: table_paper_comparison(d.spec, d.scores, d.published),
-                                   published="paper_tables"),
+                                   published="battus_paper_tables"),
     "ditto_protocol": ReportItem("table", ("ditto_protocol",),
                                  lambda d: table_ditto_protocol(d.spec, d.scores, d.published),
                                  published="ditto_kdd23"),
