@@ -31,7 +31,8 @@ HISTORY_FORMAT = "battus-history"
 PREDICTION_FORMAT = "battus-prediction"
 GRAPH_FORMAT = "battus-graph"
 FORMAT_VERSION = 1
-_BIG = 1 << 16  # arrays with more elements than this are chunked and compressed
+_BIG = 1 << 16  # arrays with more elements than this are chunked, with checksums
+_RAW_CHUNK = 1 << 20  # elements of an uncompressed chunk (4-8 MB: few chunks, each checksummed)
 
 
 @contextlib.contextmanager
@@ -67,19 +68,28 @@ def provenance(**fields) -> dict:
     return record
 
 
-def _put(group: h5py.Group, name: str, data: np.ndarray) -> None:
+def _put(group: h5py.Group, name: str, data: np.ndarray, compress: bool = True) -> None:
+    """One array: a large one chunked with checksums, gzip-compressed unless ``compress`` is off.
+
+    Graph arrays are stored uncompressed: vertex ids compress poorly (about a third smaller) and
+    decompressing them, one core, was most of the time a reconstruction of a large graph spent
+    reading its input; states compress about eightfold and stay compressed.
+    """
     data = np.ascontiguousarray(data)
-    if data.size > _BIG:
+    if data.size <= _BIG:
+        group.create_dataset(name, data=data)
+    elif compress:
         group.create_dataset(name, data=data, chunks=True, compression="gzip", compression_opts=4,
                              shuffle=True, fletcher32=True)
     else:
-        group.create_dataset(name, data=data)
+        chunks = (min(data.shape[0], _RAW_CHUNK),) + data.shape[1:] if data.ndim == 1 else True
+        group.create_dataset(name, data=data, chunks=chunks, fletcher32=True)
 
 
 def _write_graph(group: h5py.Group, graph: Graph) -> None:
-    _put(group, "indptr", graph.indptr.astype(np.int64))
-    _put(group, "indices", graph.indices.astype(np.int32))
-    _put(group, "node_ids", graph.node_ids.astype(np.int64))
+    _put(group, "indptr", graph.indptr.astype(np.int64), compress=False)
+    _put(group, "indices", graph.indices.astype(np.int32), compress=False)
+    _put(group, "node_ids", graph.node_ids.astype(np.int64), compress=False)
     group.attrs["directed"] = bool(graph.directed)
     group.attrs["name"] = graph.name
     group.attrs["n"] = graph.n

@@ -492,4 +492,4 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
 # compiled twice (battus.backends.cuda.causal_repair picks one per graph): capped, for every resident block of
 # a large graph, and uncapped, one block per SM
 repair_capped = kernel(max_registers=REPAIR_REGISTERS)(_repair_body)
-repair_per_sm = cuda.jit(_repair_body)
+repair_per_sm = kernel()(_repair_body)

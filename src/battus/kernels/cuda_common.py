@@ -40,11 +40,12 @@ SHUFFLE = not simulated()
 
 
 def kernel(**options):
-    """``cuda.jit`` with compile options (``max_registers``, ...) that the simulator, which
-    compiles nothing, does not take."""
+    """``cuda.jit`` for a kernel: compiled once and kept in Numba's cache (``cache=True``; a fresh
+    process loads it instead of compiling it again), with compile options (``max_registers``, ...)
+    that the simulator, which compiles nothing, does not take."""
     if simulated():
         return cuda.jit
-    return cuda.jit(**options)
+    return cuda.jit(cache=True, **options)
 
 
 def blocks(count: int, threads: int) -> int:

@@ -129,7 +129,7 @@ def _gather(indices, terms, g, h, col, lo, hi, pair):
     return sum_g, sum_h
 
 
-@cuda.jit
+@kernel()
 def batch_fill(prior, beta_gather, c0, n_cand, f_s, f_i, f_r, terms):
     u, g = cuda.grid(2)
     lanes = f_s.shape[2]
@@ -207,7 +207,7 @@ def _advance_candidate(f_s, f_i, f_r, terms_next, beta_gather, g, u, lane, c, lo
                     beta_gather, g, u, lane, c, log_rho, br)
 
 
-@cuda.jit
+@kernel()
 def batch_pressure(indices, item_vertex, item_start, item_end, item_slot, terms_cur, terms_next,
                     f_s, f_i, f_r, beta_gather, beta_r, c0, n_cand, partial, g0):
     """``L`` consecutive threads = work item (vertex, arc range) of one group; lane = candidate.
@@ -336,7 +336,7 @@ def batch_pressure_pair_two_lanes(indices, item_vertex, item_start, item_end, it
                            beta_r[c0 + d + 1])
 
 
-@cuda.jit
+@kernel()
 def batch_finish_split(split_vertex, split_ptr, partial, terms_next, f_s, f_i, f_r, beta_gather, beta_r,
                         c0, n_cand):
     x, g = cuda.grid(2)
@@ -353,7 +353,7 @@ def batch_finish_split(split_vertex, split_ptr, partial, terms_next, f_s, f_i, f
                        beta_r[c0 + c])
 
 
-@cuda.jit
+@kernel()
 def batch_advance_held(held_rows, f_s, f_i, f_r, terms_next, beta_gather, beta_r, c0, n_cand):
     """One step of the vertices a reset left infected (``held_rows``: their state rows, in gather
     order), whose work items a compact step leaves out
@@ -374,7 +374,7 @@ def batch_advance_held(held_rows, f_s, f_i, f_r, terms_next, beta_gather, beta_r
                     g, u, lane, c0 + c, 0.0, beta_r[c0 + c])
 
 
-@cuda.jit
+@kernel()
 def batch_score_reset(obs_states, snapshot, gather_id, f_s, f_i, f_r, terms, terms_next, beta_gather, c0, n_cand,
                       block_ll):
     """log f^{y}_u summed over vertices per candidate, then reset to the observation (and the
@@ -423,7 +423,7 @@ def batch_score_reset(obs_states, snapshot, gather_id, f_s, f_i, f_r, terms, ter
         block_ll[cuda.blockIdx.x, g, lane] = sm[tid]
 
 
-@cuda.jit
+@kernel()
 def batch_accumulate(block_ll, ll, c0, n_cand):
     c = cuda.grid(1)
     if c >= n_cand:

@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from . import vertex_rules
-from .cuda_common import BLOCK, SHUFFLE, WARP, cuda, tree_sum, warp_sum
+from .cuda_common import BLOCK, SHUFFLE, WARP, cuda, kernel, tree_sum, warp_sum
 
 
 @cuda.jit(device=True)
@@ -48,7 +48,7 @@ _project_vertex = cuda.jit(device=True)(vertex_rules.project_vertex_py)
 # single-rate mean-field pressures
 
 
-@cuda.jit
+@kernel()
 def fill_state(prior_s, prior_i, f_s, f_i):
     u = cuda.grid(1)
     if u < f_s.shape[0]:
@@ -84,7 +84,7 @@ def _log_sum(indices, f_i, beta, lo, hi, step):
     return acc
 
 
-@cuda.jit
+@kernel()
 def pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_verts,
                      hub_start, hub_end, hub_vertex, partial, n_thread_blocks, n_warp_blocks, pinned, pinning):
     """Degree-binned pressure: blocks [0, a) thread bin, [a, b) warp bin, [b, ...) hub chunks.
@@ -153,7 +153,7 @@ def pressure_binned(indptr, indices, f_i, beta_i, log_rho, thread_verts, warp_ve
         partial[chunk] = sm[0]
 
 
-@cuda.jit
+@kernel()
 def uniform_pressure(indptr, beta_i, p_inf, log_rho):
     """Frame 0: every marginal equals the prior, so L[0, u] = deg(u) * log1p(-beta p)."""
     u = cuda.grid(1)
@@ -162,7 +162,7 @@ def uniform_pressure(indptr, beta_i, p_inf, log_rho):
         log_rho[u] = (indptr[u + 1] - indptr[u]) * np.float64(term)
 
 
-@cuda.jit
+@kernel()
 def zero_rows(flat):
     """L = 0, the neutral log-pressure, for the frames after the settled one (flattened rows)."""
     k = cuda.grid(1)
@@ -170,7 +170,7 @@ def zero_rows(flat):
         flat[k] = 0.0
 
 
-@cuda.jit
+@kernel()
 def finish_hubs(hub_verts, hub_ptr, partial, log_rho):
     """Sum each hub's chunk partials in chunk order (deterministic)."""
     h = cuda.grid(1)
@@ -181,7 +181,7 @@ def finish_hubs(hub_verts, hub_ptr, partial, log_rho):
         log_rho[hub_verts[h]] = acc
 
 
-@cuda.jit
+@kernel()
 def mean_field_update(log_rho, beta_r, f_s, f_i, gather_id, obs_row, reset):
     """Frame t -> t+1 of Eq. 3 from L = log rho of frame t.
 
@@ -210,7 +210,7 @@ def mean_field_update(log_rho, beta_r, f_s, f_i, gather_id, obs_row, reset):
 # forward-backward and decoding
 
 
-@cuda.jit
+@kernel()
 def forward_backward(log_rho, beta_r, prior, seg_left, seg_right, obs_index, obs_states, backward, gamma):
     """Posteriors (3, T+1, n) in float32 over the log-pressures, thread per vertex; the messages
     are float64 registers (:func:`vertex_rules.forward_backward_rule`)."""
@@ -220,21 +220,21 @@ def forward_backward(log_rho, beta_r, prior, seg_left, seg_right, obs_index, obs
                                  gamma, u)
 
 
-@cuda.jit
+@kernel()
 def threshold_hitting_times(gamma, tau, with_recovery, t_inf, t_rec):
     u = cuda.grid(1)
     if u < gamma.shape[2]:
         t_inf[u], t_rec[u] = _threshold_vertex(gamma, u, tau, with_recovery)
 
 
-@cuda.jit
+@kernel()
 def map_hitting_times(gamma, with_recovery, t_inf, t_rec):
     u = cuda.grid(1)
     if u < gamma.shape[2]:
         t_inf[u], t_rec[u] = _map_vertex(gamma, u, with_recovery)
 
 
-@cuda.jit
+@kernel()
 def project_hitting_times(obs_times, obs_states, t_inf, t_rec):
     u = cuda.grid(1)
     if u < t_inf.shape[0]:

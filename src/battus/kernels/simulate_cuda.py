@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng, vertex_rules
-from .cuda_common import BLOCK, WARP, blocks, cuda, simulated
+from .cuda_common import BLOCK, WARP, blocks, cuda, kernel, simulated
 
 _sir_step_vertex = cuda.jit(device=True)(vertex_rules.sir_step_rule(cuda.jit(device=True)(rng.uniform_py)))
 
 
-@cuda.jit
+@kernel()
 def _sir_step(indptr, indices, current, nxt, beta_i, beta_r, seed, step, same_step_recovery):
     u = cuda.grid(1)
     if u < indptr.shape[0] - 1:

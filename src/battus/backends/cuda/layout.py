@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels.cuda_common import WARP
+from ...kernels import layout_cuda
+from ...kernels.cuda_common import BLOCK, WARP, blocks
 from ...problem import Problem, segments, settled_frame
 from ..base import Prepared
 from .memory import DeviceMemory, inference_bytes, work_items_bytes
@@ -70,23 +71,31 @@ def upload(memory: DeviceMemory, problem: Problem, settings: CUDASettings, threa
         bins={},
         items={},
     )
-    gather_id = gather_order(indices, problem.n)
+    # the layout's two passes over every arc run on the device, which holds the arcs already
+    counts = memory.upload(np.zeros(problem.n, dtype=np.int64))
+    grid = blocks(indices.shape[0], BLOCK)
+    if indices.shape[0]:
+        layout_cuda.count_sources[grid, BLOCK](prep.indices, counts)
+    gather_id = gather_order(counts.copy_to_host())
+    del counts
     prep.gather_id = memory.upload(gather_id)
-    prep.gather_indices = memory.upload(gather_id[indices])
+    prep.gather_indices = memory.alloc(indices.shape[0], np.int32)
+    if indices.shape[0]:
+        layout_cuda.renumber_sources[grid, BLOCK](prep.gather_id, prep.indices, prep.gather_indices)
     prep.bins = build_bins(memory, indptr, settings, threads)
     prep.items = build_items(memory, indptr, gather_id, settings.item_arcs)
     prep.host_indptr, prep.host_gather_id, prep.host_obs_states = indptr, gather_id, obs.states
     return prep
 
 
-def gather_order(indices: np.ndarray, n: int) -> np.ndarray:
-    """Position of each vertex in the arrays the pressure kernels gather from.
+def gather_order(times_gathered: np.ndarray) -> np.ndarray:
+    """Position of each vertex in the arrays the pressure kernels gather from, given how often each
+    is gathered (its out-degree, ``np.bincount(indices, minlength=n)``).
 
-    Vertices are ranked by how often they are gathered (out-degree), so the
-    marginals of hubs share cache lines and stay in L1/L2: with power-law
-    degrees the top 10% of sources take about 40% of all gathers.
+    Vertices are ranked by that count, ties by id, so the marginals of hubs share cache lines and
+    stay in L1/L2: with power-law degrees the top 10% of sources take about 40% of all gathers.
     """
-    times_gathered = np.bincount(indices, minlength=n)
+    n = times_gathered.shape[0]
     rank = np.argsort(-times_gathered, kind="stable")
     gather_id = np.empty(n, dtype=np.int32)
     gather_id[rank] = np.arange(n, dtype=np.int32)

@@ -1,0 +1,129 @@
+"""What a user waits for: `battus reconstruct` as a fresh process, beside the algorithm inside it and
+the floor of reading the input and uploading it.
+
+For a synthetic stand-in of a SNAP graph (``battus.synth`` preset) it writes, once, an SIR history
+(T = 40, 100 initially infected, rates .1/.1, observed at {20, 40}) under ``--work``, then for each
+method runs, each in a fresh process (Numba's cache directory as set by the caller):
+
+- ``battus reconstruct`` itself, ``--repeat`` times: wall time, and the algorithm time it reports;
+- the same steps timed one by one (import, read, choose + warm up + upload, algorithm, write);
+- the floor: reading the history's graph and observations and copying them to the device.
+
+    NUMBA_CACHE_DIR=/tmp/nb PYTHONPATH=src python benchmarks/end_to_end.py --preset orkut --backend cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STEPS = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from battus.io import read_history, write_prediction
+from battus.options import method_options
+from battus.pipeline import reconstruct
+t1 = time.perf_counter()
+problem = read_history(sys.argv[1], truth="skip")
+t2 = time.perf_counter()
+recon = reconstruct(problem, method_options(sys.argv[2]), backend=sys.argv[3])
+t3 = time.perf_counter()
+write_prediction(sys.argv[4], recon, problem, sys.argv[1])
+t4 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "read_s": t2 - t1, "warm_up_and_upload_s": recon.extras["warmup_seconds"],
+                  "algorithm_s": recon.algorithm_seconds, "reconstruct_call_s": t3 - t2, "write_s": t4 - t3}))
+"""
+
+FLOOR = r"""
+import json, sys, time
+from battus.io import read_history
+t0 = time.perf_counter()
+problem = read_history(sys.argv[1], truth="skip")
+t1 = time.perf_counter()
+out = {"read_s": t1 - t0}
+if sys.argv[2] == "cuda":
+    from numba import cuda
+    cuda.to_device(problem.graph.indptr[:2]); cuda.synchronize()  # the context, outside the copy
+    t2 = time.perf_counter()
+    for a in (problem.graph.indptr, problem.graph.indices, problem.observations.states):
+        cuda.to_device(a)
+    cuda.synchronize()
+    out["upload_s"] = time.perf_counter() - t2
+print(json.dumps(out))
+"""
+
+
+def make_history(preset: str, path: Path, backend: str) -> None:
+    import numpy as np
+
+    from battus.io import provenance, write_history
+    from battus.problem import Problem, observe
+    from battus.simulate import simulate
+    from battus.synth import scale_graph
+
+    xp = np
+    if backend == "cuda":
+        import cupy as xp  # noqa: F811 - the stand-in graph builds faster on the device
+    graph = scale_graph(preset, seed=2026, xp=xp)
+    truth = simulate(graph, "sir", 40, 100, 0.1, 0.1, seed=1, backend=backend)
+    problem = Problem(graph, "sir", 40, 100, observe(truth, np.array([20, 40])), truth, name=f"synthetic-{preset}")
+    write_history(path, problem, provenance(stage="benchmarks/end_to_end.py", preset=preset))
+
+
+def fresh(code_or_argv, env) -> tuple[float, str]:
+    started = time.perf_counter()
+    argv = [sys.executable, "-c", code_or_argv[0], *code_or_argv[1:]] if isinstance(code_or_argv, tuple) \
+        else code_or_argv
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    return time.perf_counter() - started, done.stdout + done.stderr
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default="orkut")
+    ap.add_argument("--backend", default="cuda", choices=["cpu", "cuda"])
+    ap.add_argument("--methods", nargs="+", default=["battus-z", "battus"])
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--work", type=Path, default=Path("build/end_to_end"))
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    args.work.mkdir(parents=True, exist_ok=True)
+    history = args.work / f"{args.preset}-sir.h5"
+    if not history.exists():
+        started = time.perf_counter()
+        make_history(args.preset, history, args.backend)
+        print(f"history {history} ({history.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.1f} s",
+              flush=True)
+    env = dict(os.environ)
+    result = {"preset": args.preset, "backend": args.backend, "history_bytes": history.stat().st_size}
+    _, text = fresh((FLOOR, str(history), args.backend), env)
+    result["floor"] = json.loads(text.strip().splitlines()[-1])
+    print(f"floor: {result['floor']}", flush=True)
+    for method in args.methods:
+        out = args.work / f"{args.preset}-{method}.h5"
+        runs = []
+        for _ in range(args.repeat):
+            out.unlink(missing_ok=True)
+            wall, text = fresh([sys.executable, "-m", "battus.cli", "reconstruct", str(history), "--method", method,
+                                "--backend", args.backend, "--out", str(out)], env)
+            reported = re.search(r"done in ([0-9.]+) ms", text)
+            runs.append({"wall_s": wall, "algorithm_s": float(reported.group(1)) / 1e3 if reported else None})
+        out.unlink(missing_ok=True)
+        wall, text = fresh((STEPS, str(history), method, args.backend, str(out)), env)
+        steps = {**json.loads(text.strip().splitlines()[-1]), "wall_s": wall}
+        result[method] = {"cli": runs, "steps": steps}
+        print(f"{method}: cli " + ", ".join(f"{r['wall_s']:.2f} s wall ({r['algorithm_s']} s algorithm)" for r in runs)
+              + "; steps " + ", ".join(f"{k} {v:.3f}" for k, v in steps.items()), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
