@@ -467,3 +467,26 @@ def test_no_mean_row_over_a_single_dataset(tmp_path):
     one = {**spec, "experiments": {**spec["experiments"], "tau": tau}}
     table = report.build_table("tau_sensitivity", one, scores)
     assert all("Mean" not in list(p.frame["Dataset"]) for p in table.panels)
+
+
+def test_paper_comparison_covers_the_rate_grid_panel(canonical):
+    """Panel B of tab:feasibility-sensitivity: every cell of the paper's 3 x 3 grid, equal when ours is."""
+    from paper_tables import RATE_GRID
+
+    from battus.suite.report.comparison_tables import table_paper_comparison
+
+    spec, scores = canonical
+    scores = dict(scores)
+    variants = []
+    for (bi, br), cells in RATE_GRID.items():
+        variant = "default" if (bi, br) == (0.10, 0.10) else f"rates-{bi:.2f}-{br:.2f}"
+        variants.append([bi, br, variant])
+        for d, (f1, nrmse) in cells.items():
+            scores[f"{d}|battus-z|{variant}"] = _score(f1, nrmse, "sir")
+    spec = {**spec, "experiments": {**spec["experiments"], "rate_grid": {
+        "method": "battus-z", "datasets": ["ba-sir", "prost-sir", "covid-sir"]}}, "rate_variants": variants}
+    paper = report.read_published(ROOT / "data/published/battus_paper_tables.csv")
+    table = table_paper_comparison(spec, scores, paper)
+    grid = next(p for p in table.panels if "Panel B" in p.title).frame
+    assert len(grid) == 27 and (grid["\u0394F1"].abs() < 1e-9).all() and (grid["\u0394NRMSE"].abs() < 1e-9).all()
+    assert "Battus-Z rates" not in table.note  # no grid cell differs

@@ -455,26 +455,24 @@ def _same(measured, paper: float, digits: int = 4) -> bool:
 
 
 def table_paper_comparison(spec: dict, scores: dict, paper: pd.DataFrame | None) -> Table:
-    """The paper's numbers beside this run's, for every paper table the canonical experiment covers:
-    tab:canonical-quality (Battus and Battus-Z cell by cell; every row's rank and means),
-    tab:unobserved-quality and Panel A of tab:feasibility-sensitivity (PAPER_TABLES, transcribed).
+    """The paper's numbers beside this run's, for every paper table the canonical and rate-grid
+    experiments cover: tab:canonical-quality (Battus and Battus-Z cell by cell; every row's rank and
+    means), tab:unobserved-quality and both panels of tab:feasibility-sensitivity (PAPER_TABLES).
 
     Only datasets that map to the paper's (``published:`` in the config) are compared; Δ is measured
     minus paper. Nothing is bold: this table checks a reproduction, it does not rank."""
-    exp = spec["experiments"]["canonical"]
+    exp = spec["experiments"].get("canonical") or {"si": [], "sir": [], "methods": []}
+    grid = spec["experiments"].get("rate_grid")
     datasets = [d for d in exp["si"] + exp["sir"] if spec["datasets"][d].get("published")]
     measured = {method_label(spec, m, v): (m, v) for m, v in exp["methods"]}
     paper = paper if paper is not None and "table" in paper else pd.DataFrame(
         columns=["table", "method", "dataset", "metric", "value"])
     in_paper = set(paper.loc[paper["table"] == "canonical-quality", "method"])
-    ours = [lab for lab in measured if lab in in_paper]
+    ours = [lab for lab in measured if lab in in_paper] if datasets else []
     records = [score_of(scores, d, m, v) for d in exp["si"] + exp["sir"] for m, v in exp["methods"]]
+    if grid:
+        records += [score_of(scores, d, grid["method"], v) for d in grid["datasets"] for *_, v in spec["rate_variants"]]
     protocol = protocol_text(records)
-    if not datasets or not ours:
-        df = pd.DataFrame([{"Comparison": "none: these datasets are not the paper's canonical exports"}])
-        return Table("paper_comparison", "The paper's numbers beside this run's", [Panel("", df)],
-                     tidy_frame([]), "No dataset of this run maps to one of the paper's (published: in the "
-                     f"config), so no number of the paper applies ({PAPER_TABLES}).", protocol)
     panels, tidy, diffs, equal, total = [], [], [], 0, 0
 
     def compare(table: str, ids: dict, metric: str, value, reference: float, shown: str = "",
@@ -503,8 +501,9 @@ def table_paper_comparison(spec: dict, scores: dict, paper: pd.DataFrame | None)
                 compare("canonical-quality", {"method": lab, "dataset": d, "label": dataset_label(spec, d)},
                         metric, s[metric], reference, name)
             rows.append(row)
-    cols = [c for c in rows[0] if c not in ("Method", "Dataset")]
-    panels.append(Panel("tab:canonical-quality, cell by cell", panel_frame(rows), {c: "metric" for c in cols}))
+    if rows:
+        cols = [c for c in rows[0] if c not in ("Method", "Dataset")]
+        panels.append(Panel("tab:canonical-quality, cell by cell", panel_frame(rows), {c: "metric" for c in cols}))
 
     # tab:canonical-quality, each row's rank and means (the published rows are the paper's own)
     cells = paper[(paper["table"] == "canonical-quality") & paper["metric"].isin(["f1", "nrmse"])]
@@ -515,7 +514,7 @@ def table_paper_comparison(spec: dict, scores: dict, paper: pd.DataFrame | None)
     published = published.sort_values("method", kind="stable").assign(method=lambda f: f["method"].astype(str))
     rows, shifted, ranked = [], [], []
     for model in ("si", "sir"):
-        if not exp[model] or not all(spec["datasets"][d].get("published") for d in exp[model]):
+        if not ours or not exp[model] or not all(spec["datasets"][d].get("published") for d in exp[model]):
             continue
         panel, _, facts = canonical_panel(spec, scores, exp[model], published, f"{model.upper()} datasets")
         ranked.append(f"{model.upper()} {facts['n_ranked']}")
@@ -587,6 +586,35 @@ def table_paper_comparison(spec: dict, scores: dict, paper: pd.DataFrame | None)
     if rows:
         panels.append(Panel("tab:feasibility-sensitivity, Panel A (causal-violation rate)", panel_frame(rows),
                             {"Paper (%)": "pct", "Measured (%)": "pct", "\u0394 (points)": "pct"}))
+
+    # tab:feasibility-sensitivity Panel B: Battus-Z at fixed inference rates, on the paper's datasets
+    rows = []
+    for bi, br, variant in spec.get("rate_variants", []) if grid and grid["method"] == "battus-z" else []:
+        name = f"Battus-Z rates {bi:.2f}/{br:.2f}"
+        for d in grid["datasets"]:
+            key = spec["datasets"][d].get("published")
+            references = {m: _paper_value(paper, "feasibility-sensitivity-B", name, key, m) for m in ("f1", "nrmse")}
+            if not key or any(pd.isna(x) for x in references.values()):
+                continue
+            s = score_of(scores, d, grid["method"], variant)["hermes"]
+            row = {"\u03b2^I": bi, "\u03b2^R": br, "Dataset": dataset_label(spec, d)}
+            for metric, short in (("f1", "F1"), ("nrmse", "NRMSE")):
+                row |= {f"{short} paper": references[metric], f"{short} measured": s[metric],
+                        f"\u0394{short}": seed_diff(s[metric], references[metric])}
+                compare("feasibility-sensitivity-B", {"method": name, "dataset": d, "label": dataset_label(spec, d)},
+                        metric, s[metric], references[metric], short)
+            rows.append(row)
+    if rows:
+        df = panel_frame(rows)
+        values = [c for c in df.columns if c not in ("\u03b2^I", "\u03b2^R", "Dataset")]
+        panels.append(Panel("tab:feasibility-sensitivity, Panel B (Battus-Z inference rates)", df,
+                            {"\u03b2^I": "rate", "\u03b2^R": "rate"} | {c: "metric" for c in values}))
+
+    if not panels:
+        df = pd.DataFrame([{"Comparison": "none: these datasets are not the paper's canonical exports"}])
+        return Table("paper_comparison", "The paper's numbers beside this run's", [Panel("", df)],
+                     tidy_frame([]), "No dataset of this run maps to one of the paper's (published: in the "
+                     f"config), so no number of the paper applies ({PAPER_TABLES}).", protocol)
 
     note = (f"The paper's numbers ({PAPER_TABLES}, transcribed from its tables) beside this run's; "
             f"\u0394 = measured \u2212 paper. {equal} of {total} compared numbers equal the paper's at its printed "
