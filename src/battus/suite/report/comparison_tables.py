@@ -612,8 +612,9 @@ def table_paper_comparison(spec: dict, scores: dict, paper: pd.DataFrame | None)
 
     if not panels:
         df = pd.DataFrame([{"Comparison": "none: these datasets are not the paper's canonical exports"}])
+        empty = pd.DataFrame(columns=["table", "method", "dataset", "label", "metric", "value"])  # header only
         return Table("paper_comparison", "The paper's numbers beside this run's", [Panel("", df)],
-                     tidy_frame([]), "No dataset of this run maps to one of the paper's (published: in the "
+                     empty, "No dataset of this run maps to one of the paper's (published: in the "
                      f"config), so no number of the paper applies ({PAPER_TABLES}).", protocol)
 
     note = (f"The paper's numbers ({PAPER_TABLES}, transcribed from its tables) beside this run's; "
