@@ -83,6 +83,7 @@ def test_a_misspelt_plugin_placeholder_is_refused_before_any_job():
     config = default_config()
     validate_config(config, SCHEMA)
     name = next(iter(config["methods"]))
-    config["methods"][name]["command"] = "python x.py {histroy} {out}"
-    with pytest.raises(ConfigError, match=r"command: unknown placeholder \{histroy\}"):
-        Plan(config)
+    for command in ("python x.py {histroy} {out}", ["python", "x.py", "{histroy}", "{out}"]):
+        config["methods"][name]["command"] = command
+        with pytest.raises(ConfigError, match=r"command: unknown placeholder \{histroy\}"):
+            Plan(config)

@@ -71,14 +71,17 @@ class ConfigError(ValueError):
         super().__init__(f"config: {message}")
 
 
-def _unknown_placeholders(command: str) -> list[str]:
-    """The ``{name}`` fields of a plug-in command that ``battus run-method`` would refuse."""
+def _unknown_placeholders(command: str | list[str]) -> list[str]:
+    """The ``{name}`` fields of a plug-in command (a string or an argument list) that
+    ``battus run-method`` would refuse."""
     import string
 
-    try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(command) if f is not None]
-    except ValueError:  # an unmatched brace
-        return ["(unmatched brace)"]
+    fields = []
+    for arg in [command] if isinstance(command, str) else command:
+        try:
+            fields += [f for _, f, _, _ in string.Formatter().parse(str(arg)) if f is not None]
+        except ValueError:  # an unmatched brace
+            return ["(unmatched brace)"]
     return [f for f in fields if f not in PLACEHOLDERS]
 
 
