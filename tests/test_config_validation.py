@@ -4,6 +4,7 @@ Snakemake's own validate fills them, and no hang on a document of nested YAML an
 from __future__ import annotations
 
 import copy
+import re
 import time
 from pathlib import Path
 
@@ -87,3 +88,23 @@ def test_a_misspelt_plugin_placeholder_is_refused_before_any_job():
         config["methods"][name]["command"] = command
         with pytest.raises(ConfigError, match=r"command: unknown placeholder \{histroy\}"):
             Plan(config)
+
+
+@pytest.mark.parametrize("edit, needle", [
+    # two tau values that print alike
+    (lambda c: c["experiments"]["tau"].update(taus=[0.55, 0.551]), "experiments.tau.taus: 0.551 makes 'tau-0.55'"),
+    # a variant of the config's own named like one the tau sweep makes, with other settings
+    (lambda c: c["variants"]["battus-z"].update({"tau-0.55": {"label": "mine", "tau": 0.6}}),
+     "makes 'tau-0.55', which already names something else"),
+    # a dataset of the config's own named like a seed replicate
+    (lambda c: c["datasets"].update({"rr-ba-sir-0.10-0.10.seed1": dict(c["datasets"]["ba-sir"], seed=7)}),
+     "makes 'rr-ba-sir-0.10-0.10.seed1', which already names something else"),
+])
+def test_names_that_collide_are_refused_before_any_job(edit, needle):
+    from battus.suite.experiments import Plan
+
+    config = default_config()
+    edit(config)
+    validate_config(config, SCHEMA)
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        Plan(config)

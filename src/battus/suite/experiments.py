@@ -85,6 +85,15 @@ def _unknown_placeholders(command: str | list[str]) -> list[str]:
     return [f for f in fields if f not in PLACEHOLDERS]
 
 
+def _claim(table: dict, name: str, value: dict, what: str) -> None:
+    """Add ``name`` to ``table`` for ``what``; a name already there for something else (two settings
+    that print alike, a user's name that a sweep or seed replicate also makes) is refused, naming it."""
+    if name in table and table[name] != value:
+        raise ConfigError(f"{what} makes {name!r}, which already names something else (two values that "
+                          "print alike, or a name of the config's own that a sweep also makes)")
+    table.setdefault(name, value)
+
+
 def _check(condition: bool, message: str) -> None:
     if not condition:
         raise ConfigError(message)
@@ -172,7 +181,8 @@ class Plan:
                         dataset["graph"] = topology["graph"]
                     else:
                         dataset["topology"] = topology["dataset"]
-                    self.datasets[name] = dataset
+                    _claim(self.datasets, name, dataset,
+                           f"experiments.rate_robustness: {label} {model} at ({beta_i}, {beta_r})")
                     made.append((name, label, model, float(beta_i), float(beta_r)))
         return made
 
@@ -199,7 +209,8 @@ class Plan:
                 for seed in spec["seeds"]:
                     name = d if seed == base.get("seed") else self.replicate_name(d, seed)
                     if name != d:
-                        self.datasets.setdefault(name, {**base, "seed": int(seed), "replicate_of": d})
+                        _claim(self.datasets, name, {**base, "seed": int(seed), "replicate_of": d},
+                               f"experiments.{experiment}.seeds: {d} at seed {seed}")
                     names.append(name)
                 out[experiment][d] = names
         return out
@@ -253,8 +264,9 @@ class Plan:
         if ditto:
             for method, variant in ditto["methods"]:
                 if method in self.variants and variant in self.variants[method]:
-                    self.variants[method].setdefault(
-                        self.ditto_variant(variant), {**self.variants[method][variant], "schedule": DITTO_SCHEDULE})
+                    _claim(self.variants[method], self.ditto_variant(variant),
+                           {**self.variants[method][variant], "schedule": DITTO_SCHEDULE},
+                           f"experiments.ditto_protocol: {method} {variant} under the final-frame protocol")
                     # labelled as the run it repeats: the table says which protocol
                     self.variant_labels[method].setdefault(self.ditto_variant(variant), self.run_label(method, variant))
         tau = self.experiments.get("tau")
@@ -264,7 +276,8 @@ class Plan:
                 variant = self.tau_variant(method, x)
                 if variant != "default":  # Battus decodes by MAP: the sweep switches it to the threshold
                     extra = {"decoder": "threshold"} if self.presets[method]["decoder"] == "map" else {}
-                    self.variants[method].setdefault(variant, {**extra, "tau": float(x)})
+                    _claim(self.variants[method], variant, {**extra, "tau": float(x)},
+                           f"experiments.tau.taus: {x}")
         grid = self.experiments.get("rate_grid")
         if grid:
             method = grid["method"]
@@ -272,8 +285,8 @@ class Plan:
                 for br in grid["beta_r"]:
                     variant = self.rates_variant(method, bi, br)
                     if variant != "default":
-                        self.variants[method].setdefault(
-                            variant, {"fit": False, "beta_i": float(bi), "beta_r": float(br)})
+                        _claim(self.variants[method], variant, {"fit": False, "beta_i": float(bi), "beta_r": float(br)},
+                               f"experiments.rate_grid: ({bi}, {br})")
 
     def overrides(self, method: str, variant: str) -> dict:
         """The options a (method, variant) changes relative to the method preset."""
