@@ -17,7 +17,7 @@ import pytest
 from battus.suite.report.html import table_html, write_table_html
 from battus.suite.report.seeds import SeedStat
 from battus.suite.report.specfile import item_spec_text, read_item_spec, write_item_spec
-from battus.suite.report.summary import reading_guide, random_control, summary_rst, write_summary
+from battus.suite.report.summary import random_control, reading_guide, summary_rst, write_summary
 from battus.suite.report.tables import Panel, Table, table_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,7 +147,9 @@ def test_spec_files_of_the_tiny_plan_read_back_equal():
 SPEC = {
     "name": "battus-tiny", "results": "results", "backend": "cpu",
     "datasets": {"ba-si": {"label": "BA\u2013SI", "model": "si", "source": "simulated on graph ba (ba generator)",
-                           "seeds": [123456789, 7]}},
+                           "seeds": [123456789, 7]},
+                 "covid-sir": {"label": "COVID\u2013SIR", "model": "", "source": "imported (ditto/covid/covid-sir.pt)",
+                               "seeds": []}},
     "methods": {"battus-z": {"label": "Battus-Z", "kind": "method", "variants": ["default", "map"]},
                 "random": {"label": "Random (negative control)", "kind": "control", "variants": ["default"]},
                 "graph-distance": {"label": "Graph distance", "kind": "baseline", "variants": ["default"]}},
@@ -160,7 +162,7 @@ FACTS = {
     "machine": {"host": "vm", "cpu": "Some CPU_with *stars*", "cores": 2, "memory_gib": 7.8, "gpus": [],
                 "os": "Linux", "python": "3.11.7"},
     "libraries": {"python": "3.11.7", "numpy": "2.4.6"},
-    "histories": {"simulate": 3},
+    "histories": {"simulate": 3, "import-hermes": 1}, "models": {"covid-sir": "sir"},
     "backends": {"cpu (cpu)": 2}, "hosts": {"vm": 2},
     "timing": {"start": 1.8e9, "end": 1.8e9 + 1085, "wall_seconds": 1085.0, "jobs": 40, "job_seconds": 900.0},
     "random": {"SI": {"f1": 0.7012, "nrmse": 0.2519}},
@@ -173,13 +175,14 @@ def test_first_page_says_what_ran_and_reads_cleanly(tmp_path):
 
     guide = reading_guide(SPEC, FACTS)
     assert "random control scores SI mean F1 .7012, NRMSE .2519" in guide
-    assert "not a floor" in guide and "3 simulated" in guide and "imported" not in guide
+    assert "not a floor" in guide and "3 simulated" in guide and "1 imported from the canonical" in guide
     text = summary_rst(SPEC, FACTS)
     # rst that docutils reads without a warning
     html = publish_parts(text, writer_name="html5", settings_overrides={"halt_level": 2, "report_level": 2})
     body = html["html_body"]
     for needle in ("battus-tiny", "0123456789ab", "uncommitted", "Some CPU_with *stars*", "18 min 05 s",
-                   "numpy 2.4.6", "Random (negative control)", "Graph distance", "123456789, 7", "cpu (cpu): 2"):
+                   "numpy 2.4.6", "Random (negative control)", "Graph distance", "123456789, 7", "cpu (cpu): 2",
+                   "fixed data", ">SIR<", "imported (ditto/covid/covid-sir.pt)"):
         assert needle in body, needle
     write_summary(SPEC, FACTS, tmp_path / "summary.rst", tmp_path / "summary.html")
     assert "Battus report" in (tmp_path / "summary.html").read_text()

@@ -207,9 +207,12 @@ def gather(spec: dict, workflow_dir: str | Path, histories: list, canonical_csv:
     """Everything the first page reports that the plan does not say: read from the run's files."""
     results = spec["results"]
     sources: dict[str, int] = {}
+    models: dict[str, str] = {}  # dataset (its history's folder) -> model, for imported datasets
     for path in histories:
-        stage = _attrs(Path(path))["provenance"].get("stage", "unknown")
+        record = _attrs(Path(path))
+        stage = record["provenance"].get("stage", "unknown")
         sources[stage] = sources.get(stage, 0) + 1
+        models[Path(path).parent.name] = str(record.get("model", ""))
     backends: dict[str, int] = {}
     hosts: dict[str, int] = {}
     for d, m, v in spec["runs"]:
@@ -227,6 +230,7 @@ def gather(spec: dict, workflow_dir: str | Path, histories: list, canonical_csv:
         "machine": machine(),
         "libraries": library_versions(),
         "histories": sources,
+        "models": models,
         "backends": backends,
         "hosts": hosts,
         "timing": timing(results, spec, finished),
@@ -334,7 +338,8 @@ def summary_rst(spec: dict, facts: dict) -> str:
     ]
     for d, e in spec["datasets"].items():
         seeds = ", ".join(str(s) for s in e["seeds"]) or "fixed data"
-        cells = [_rst_escape(e["label"]), (e["model"] or "").upper(), _rst_escape(e["source"]), seeds]
+        model = e["model"] or facts.get("models", {}).get(d, "")
+        cells = [_rst_escape(e["label"]), model.upper(), _rst_escape(e["source"]), seeds]
         lines += [f"   * - ``{d}``", *(f"     - {cell}" for cell in cells)]
     lines += ["", "Methods, controls and baselines", "-" * 80, ""]
     kinds = (("method", "Methods under test"), ("plug-in", "Plug-in methods"), ("control", "Controls"),
