@@ -425,7 +425,7 @@ def test_report_items_show_only_their_own_experiments():
 
     plan = tiny_plan()
     assert report_made(plan, "table") == ["datasets", "ablation", "canonical_quality", "unobserved_quality",
-                                          "ditto_protocol", "calibration", "feasibility_sensitivity",
+                                          "paper_comparison", "ditto_protocol", "calibration", "feasibility_sensitivity",
                                           "tau_sensitivity", "rate_robustness", "large_results"]
     assert "reliability" in report_made(plan, "figure")
     assert "history_drawing" in report_made(plan, "figure")
