@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -265,7 +264,7 @@ def cmd_run_method(args: argparse.Namespace) -> None:
         raise InputError("--command", "command", str(exc)) from None
     problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
     recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed, progress=_say(args.quiet),
-                       time_limit=math.inf if args.time_limit is None else args.time_limit)
+                       time_limit=args.time_limit)
     write_prediction(args.out, recon, problem, args.history,
                      extra={"observed_times": problem.observations.times.tolist()})
     _say(args.quiet)(f"method {args.name} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "
@@ -488,9 +487,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--command", required=True, help="the plug-in's command line with its placeholders")
     p.add_argument("--threads", type=_integer(1, 4096), default=1, help="threads it may use (default: 1)")
     p.add_argument("--seed", type=_SEED, default=0, help="seed handed to the plug-in (default: 0)")
-    p.add_argument("--time-limit", type=_seconds, default=None, metavar="SECONDS",
+    p.add_argument("--time-limit", type=_seconds, default=86_400.0, metavar="SECONDS",
                    help="stop the plug-in (and what it started) after this many seconds, an error "
-                        "(default: no limit)")
+                        "(default: 86400, a day)")
     _add_schedule(p, default=None)
     common(p)
     p.set_defaults(func=cmd_run_method, inputs=("history",))

@@ -45,6 +45,9 @@ if TYPE_CHECKING:  # the workflow's plan reads PLACEHOLDERS without loading Numb
     from .problem import Problem, Reconstruction
 
 PLACEHOLDERS = ("history", "out", "threads", "seed", "python", "workflow")
+# how long a plug-in may run unless told otherwise (`battus run-method --time-limit`, a plug-in's
+# `time_limit` in a workflow config): a day, so that a hung plug-in does not hold a job for ever
+DEFAULT_TIME_LIMIT = 86_400.0
 # the folder of the Snakemake workflow running the plug-in (set by workflow_scripts/battus_cli.py; the working folder
 # otherwise): a config names a plug-in kept in the repository as {workflow}/path, and the params, which
 # hold the unexpanded command, stay the same wherever the workflow is unpacked
@@ -66,7 +69,7 @@ def expand(argv: list[str], values: dict[str, str]) -> list[str]:
 
 
 def run_method(name: str, argv: list[str], problem: Problem, threads: int = 1, seed: int = 0,
-               progress=None, time_limit: float = math.inf) -> Reconstruction:
+               progress=None, time_limit: float = DEFAULT_TIME_LIMIT) -> Reconstruction:
     """Run plug-in ``name`` (``argv``, with placeholders) on ``problem`` and return its validated prediction.
 
     A plug-in still running after ``time_limit`` seconds is stopped (with everything it started) and

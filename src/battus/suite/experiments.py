@@ -311,7 +311,7 @@ class Plan:
         if method in self.plugins:  # `battus run-method`
             spec = self.plugins[method]
             return {"name": method, "command": shlex.join(plugin_argv(spec)), "threads": spec["threads"],
-                    "seed": 0, "schedule": overrides.get("schedule")}
+                    "seed": 0, "time_limit": spec["time_limit"], "schedule": overrides.get("schedule")}
         options = {**self.presets[method], **{k: v for k, v in overrides.items() if k not in FIT_KEYS}}
         if options["fit"]:
             options.update({k: overrides.get(k, self.fit[k]) for k in FIT_KEYS})
