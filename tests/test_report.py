@@ -446,7 +446,7 @@ def test_paper_comparison_puts_the_papers_numbers_beside_ours(canonical):
     farmers = scores["brfarmers-si|battus|default"]
     scores["brfarmers-si|battus|default"] = {**farmers, "hermes": {"f1": 0.9035, "nrmse": 0.0853}}
     paper = report.read_published(ROOT / "data/published/battus_paper_tables.csv")
-    from battus.suite.report.comparison_tables import table_paper_comparison
+    from battus.suite.report.paper_comparison import table_paper_comparison
 
     table = table_paper_comparison(spec, scores, paper)
     cells = table.panels[0].frame
@@ -473,7 +473,7 @@ def test_paper_comparison_covers_the_rate_grid_panel(canonical):
     """Panel B of tab:feasibility-sensitivity: every cell of the paper's 3 x 3 grid, equal when ours is."""
     from paper_tables import RATE_GRID
 
-    from battus.suite.report.comparison_tables import table_paper_comparison
+    from battus.suite.report.paper_comparison import table_paper_comparison
 
     spec, scores = canonical
     scores = dict(scores)

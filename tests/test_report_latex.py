@@ -77,7 +77,8 @@ def _history(tmp_path: Path) -> Path:
 
 
 _PUBLISHED = {"hermes_table2": "data/published/hermes_table2.csv", "ditto_kdd23": "data/published/ditto_kdd23.csv",
-              "paper": "data/published/battus_paper.csv", "battus_paper_tables": "data/published/battus_paper_tables.csv"}
+              "paper": "data/published/battus_paper.csv",
+              "battus_paper_tables": "data/published/battus_paper_tables.csv"}
 
 
 def write_tables(config: str, out: Path) -> list[Path]:

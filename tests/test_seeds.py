@@ -122,7 +122,7 @@ def test_rate_robustness_table_shows_mean_and_sd_over_seeds(tmp_path):
     md, tex = outputs[1].read_text(), outputs[2].read_text()
     # F1 .85 +- .0707 against .845 +- .0071: their 95% intervals overlap, so neither is bold
     assert ".8500 \u00b1 .0707" in md and ".8450 \u00b1 .0071" in md and "**.8500" not in md and "**.8450" not in md
-    assert ".8500 $\pm$ .0707" in tex and r"\textbf{.8500" not in tex and "\u00b1" not in tex
+    assert r".8500 $\pm$ .0707" in tex and r"\textbf{.8500" not in tex and "\u00b1" not in tex
     assert "2 seeds" in md and "Student-t" in md
     tidy = pd.read_csv(outputs[0])
     f1 = tidy[(tidy["dataset"] == "rr-a")].set_index("metric")["value"]
@@ -325,8 +325,8 @@ def test_figures_draw_sd_error_bars_only_where_seeds_exist(tmp_path):
         folder = tmp_path / f"{name}-{len(runs)}"
         folder.mkdir()
         fig = report.render_figure(name, report.report_spec(name, plan), runs, _inputs(name, runs, folder))
-        # bars with yerr and errorbar() lines both add one ErrorbarContainer
-        return sum(isinstance(c, ErrorbarContainer) for ax in fig.axes for c in ax.containers)
+        # bars with yerr and errorbar() lines both add one ErrorbarContainer; count those with error bars
+        return sum(isinstance(c, ErrorbarContainer) and c.has_yerr for ax in fig.axes for c in ax.containers)
 
     tiny = _plan("config/test/tiny.yaml")  # the tau sweep over two seeds, the canonical experiment once
     assert errorbars(tiny, "tau_curves") == 2  # the mean curve of each panel (F1, NRMSE)

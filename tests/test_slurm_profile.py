@@ -33,6 +33,10 @@ SNAKEMAKE = str(_BIN / "snakemake") if (_BIN / "snakemake").exists() else (shuti
 needs_snakemake = pytest.mark.skipif(shutil.which(SNAKEMAKE) is None, reason="snakemake is not installed")
 
 
+# the workflow's localrules (rules/report.smk): a dry run lists them as `rule`, a real run as `localrule`
+LOCAL_RULES = {"report_spec"}
+
+
 def dry_run_jobs(workdir: Path, configfile: Path, *args: str, env: dict | None = None) -> list[dict]:
     """rule, wildcards and resources of every job a dry run under profiles/slurm would submit."""
     cmd = [SNAKEMAKE, "-s", str(SNAKEFILE), "-d", str(workdir), "--nocolor", "--dry-run",
@@ -40,10 +44,12 @@ def dry_run_jobs(workdir: Path, configfile: Path, *args: str, env: dict | None =
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     jobs = []
-    for m in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", proc.stdout + proc.stderr, re.M):
-        body = dict(re.findall(r"^    (\w+): (.*)$", m.group(2), re.M))
+    for m in re.finditer(r"^(local)?rule (\w+):\n((?:    .*\n)+)", proc.stdout + proc.stderr, re.M):
+        if m.group(1) or m.group(2) in LOCAL_RULES:  # run in Snakemake's own process, never on SLURM
+            continue
+        body = dict(re.findall(r"^    (\w+): (.*)$", m.group(3), re.M))
         jobs.append({
-            "rule": m.group(1),
+            "rule": m.group(2),
             "wildcards": dict(re.findall(r"(\w+)=([^,\s]+)", body.get("wildcards", ""))),
             "resources": dict(re.findall(r"(\w+)=([^,]+)", body.get("resources", ""))),
         })

@@ -121,10 +121,12 @@ def jobs_of(log):
     """Snakemake's job blocks (rule, wildcards, threads, resources) with their SLURM job id."""
     text = log.read_text()
     blocks = {}
-    for m in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", text, re.M):
-        body = dict(re.findall(r"^    (\w+): (.*)$", m.group(2), re.M))
+    for m in re.finditer(r"^(local)?rule (\w+):\n((?:    .*\n)+)", text, re.M):
+        if m.group(1) or m.group(2) == "report_spec":  # local rules run in Snakemake's own process, not on SLURM
+            continue
+        body = dict(re.findall(r"^    (\w+): (.*)$", m.group(3), re.M))
         blocks[body["jobid"]] = {
-            "rule": m.group(1),
+            "rule": m.group(2),
             "wildcards": body.get("wildcards", ""),
             "threads": int(body.get("threads", 1)),
             "resources": dict(re.findall(r"(\w+)=([^,]+)", body.get("resources", ""))),

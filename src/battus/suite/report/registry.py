@@ -23,7 +23,6 @@ from .comparison_tables import (
     table_canonical_quality,
     table_datasets,
     table_ditto_protocol,
-    table_paper_comparison,
     table_unobserved_quality,
 )
 from .figures import (
@@ -35,6 +34,7 @@ from .figures import (
 )
 from .figures_quality import figure_canonical_bars, figure_cv_vs_f1, figure_quality_heatmap, figure_win_loss
 from .figures_time import figure_large_timing, figure_time_vs_size, figure_timing
+from .paper_comparison import table_paper_comparison
 from .scores import history_summary, load_scores, read_published
 from .sensitivity_tables import (
     table_ablation,
