@@ -106,6 +106,8 @@ def test_rerun_one_ablation_after_param_change(tmp_path):
                                  "results/ba-sir/battus-z/sharp/score.json"}
     assert set(plan.pop("table_ablation")) >= {"results/report/tables/ablation.csv"}
     assert plan.pop("scores_csv") == {"results/scores.csv"}  # every score, in one long table
+    # the report's first page quotes the run's wall time and the random control's scores
+    assert plan.pop("run_summary") == {"results/report/summary.rst", "results/report/summary.html"}
     plan.pop("all", None)
     assert plan == {}, f"unexpected jobs: {sorted(plan)}"
 
@@ -117,7 +119,8 @@ def test_rerun_one_ablation_after_param_change(tmp_path):
         "results/ba-si/battus-z/sharp/prediction.h5", "results/ba-sir/battus-z/sharp/prediction.h5",
         "results/ba-si/battus-z/sharp/score.json", "results/ba-sir/battus-z/sharp/score.json",
         "results/report/tables/ablation.csv", "results/report/tables/ablation.md",
-        "results/report/tables/ablation.tex", "results/scores.csv",
+        "results/report/tables/ablation.tex", "results/report/tables/ablation.html", "results/scores.csv",
+        "results/report/summary.rst", "results/report/summary.html",
     }
     params = json.loads((work / "results/ba-sir/battus-z/sharp/score.json").read_text())["params"]
     assert params["tau"] == 0.75
@@ -425,8 +428,9 @@ def test_report_items_show_only_their_own_experiments():
 
     plan = tiny_plan()
     assert report_made(plan, "table") == ["datasets", "ablation", "canonical_quality", "unobserved_quality",
-                                          "paper_comparison", "ditto_protocol", "calibration", "feasibility_sensitivity",
-                                          "tau_sensitivity", "rate_robustness", "large_results"]
+                                          "paper_comparison", "ditto_protocol", "calibration",
+                                          "feasibility_sensitivity", "tau_sensitivity", "rate_robustness",
+                                          "large_results"]
     assert "reliability" in report_made(plan, "figure")
     assert "history_drawing" in report_made(plan, "figure")
     assert set(report_spec("ablation", plan)["experiments"]) == {"ablation"}
