@@ -215,10 +215,15 @@ def _truth_for(args: argparse.Namespace) -> str:
 
 
 def cmd_reconstruct(args: argparse.Namespace) -> None:
-    from .io import read_history, write_prediction
+    import concurrent.futures
+
+    from .io import read_history, sha256_file, write_prediction
     from .memory import reconstruct_bytes, require
     from .pipeline import reconstruct
 
+    # the input's sha256 (for the prediction's provenance) is computed while the GPU or the CPU works
+    digest = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    input_sha256 = digest.submit(sha256_file, args.history)
     problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
     options = options_from_args(args)
     require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
@@ -230,7 +235,9 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
     recon = reconstruct(problem, options, backend=args.backend, keep_posteriors=args.posteriors, progress=say,
                         repeats=args.repeats, repeat_seconds=args.repeat_seconds, devices=args.devices)
     write_prediction(args.out, recon, problem, args.history,
-                     extra={"observed_times": problem.observations.times.tolist()})
+                     extra={"observed_times": problem.observations.times.tolist()},
+                     input_sha256=input_sha256.result())
+    digest.shutdown()
     runs = recon.extras.get("algorithm_seconds_runs", [recon.algorithm_seconds])
     timed = f"median of {len(runs)} runs " if len(runs) > 1 else ""
     say(f"done in {timed}{recon.algorithm_seconds * 1e3:.1f} ms on {recon.backend} ({recon.device}); "

@@ -478,7 +478,7 @@ def read_history(path: str | Path, truth: str = "optional") -> Problem:
 
 
 def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, input_path: str | Path | None,
-                     extra: dict | None = None) -> None:
+                     extra: dict | None = None, input_sha256: str | None = None) -> None:
     """Write a prediction: decoded states, hitting times, optional posteriors, full provenance."""
     prov = provenance(
         method=recon.params.get("method"),
@@ -489,7 +489,7 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
         device=recon.device,
         algorithm_seconds=recon.algorithm_seconds,
         input=str(input_path) if input_path else None,
-        input_sha256=sha256_file(input_path) if input_path else None,
+        input_sha256=(input_sha256 or sha256_file(input_path)) if input_path else None,
         fit_trace=recon.fit_trace,
         **(extra or {}),
     )
