@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+from test_figures import _plan  # the workflow's plan of a config file, schema defaults filled in
 
 from battus.suite import report
 
@@ -28,16 +28,6 @@ pytest.importorskip("snakemake")
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = {"default": ROOT / "config/config.yaml", "ci": ROOT / "config/test/ci.yaml"}
 BASELINES = ("truth", "random", "observed-copy", "graph-distance")
-
-
-def _plan(config: Path):
-    from snakemake.utils import validate
-
-    from battus.suite.experiments import Plan
-
-    cfg = yaml.safe_load(config.read_text())
-    validate(cfg, str(ROOT / "config/schemas/config.schema.yaml"))  # fills in the defaults
-    return Plan(cfg)
 
 
 def _score(key: str) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .baselines import BASELINES  # names only: the module loads numpy alone
-from .errors import InputError
+from .errors import InputError, printable
 
 EXIT_BAD_INPUT = 2
 
@@ -521,12 +521,6 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(func=cmd_info, inputs=("file",))
     return parser
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters escaped: a hostile file name or token must not drive the
-    terminal (escape sequences) or break the one-line error (newlines)."""
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def _check_outputs(args: argparse.Namespace) -> None:

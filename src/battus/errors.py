@@ -16,3 +16,10 @@ class InputError(ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{self.source}: {field}: {message}")
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with control characters escaped (those in ``keep`` left as they are): a hostile file
+    name, token or plug-in output must not drive the terminal (escape sequences) or break a
+    one-line error (newlines)."""
+    return "".join(ch if ch.isprintable() or ch in keep else ascii(ch)[1:-1] for ch in text)

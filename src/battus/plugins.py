@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .decode import hitting_times
-from .errors import InputError
+from .errors import InputError, printable
 
 if TYPE_CHECKING:  # the workflow's plan reads PLACEHOLDERS without loading Numba
     from .problem import Problem, Reconstruction
@@ -123,7 +123,7 @@ def _follow(proc: subprocess.Popen, name: str, time_limit: float, progress, mess
 
     def read() -> None:
         for raw in proc.stdout:
-            lines.put(printable(raw.decode("utf-8", errors="replace").rstrip("\r\n")) + "\n")
+            lines.put(printable(raw.decode("utf-8", errors="replace").rstrip("\r\n"), keep="\t") + "\n")
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
@@ -159,12 +159,6 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
     except ProcessLookupError:
         pass
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters escaped (tabs kept): a plug-in's output must not drive the
-    terminal with escape sequences."""
-    return "".join(ch if ch.isprintable() or ch == "\t" else ascii(ch)[1:-1] for ch in text)
 
 
 def _reconstruction(name: str, argv: list[str], record: dict, problem: Problem, wall: float) -> Reconstruction:
