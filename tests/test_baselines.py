@@ -1,9 +1,11 @@
 """Controls and baselines (battus.baselines): consistent with the observations, and where they must score."""
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
+from conftest import load_canonical
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_upstream_distance
@@ -15,7 +17,7 @@ from battus.graph import from_arcs
 from battus.io import read_prediction, write_history
 from battus.pipeline import method_options, reconstruct
 from battus.problem import Problem, observe, schedule_times
-from battus.score import score_all
+from battus.score import history_defects, score_all
 from battus.simulate import simulate
 
 
@@ -55,17 +57,77 @@ def test_negative_control_scores_far_below_battus_z(ba, model, schedule):
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31), model=st.sampled_from(["si", "sir"]), T=st.integers(2, 12),
        schedule=st.sampled_from(["benchmark", "final", "every:2", "all"]), method=st.sampled_from(BASELINES))
-def test_every_baseline_is_monotone_and_agrees_with_the_observations(seed, model, T, schedule, method):
+def test_every_baseline_is_a_valid_history_that_agrees_with_the_observations(seed, model, T, schedule, method):
     graph = generate("er", seed=seed % 1000, n=60, edges=150)
     problem = make_problem(graph, model, T=T, n0=5, schedule=schedule, seed=seed, rates=(0.3, 0.2))
     recon = baseline(problem, method, seed=seed)
     states = recon.states
     assert states.shape == (T + 1, graph.n) and states.dtype == np.uint8
-    assert (np.diff(states.astype(int), axis=0) >= 0).all(), "not monotone"
+    obs = problem.observations
+    defects = history_defects(states, obs.times, obs.states)
+    # the truth comes from an SIR step (no same-step recovery), so no S -> R is ever forced
+    assert defects == {"backwards": 0, "skipped_infection": 0, "forced_skips": 0, "disagreeing": 0,
+                       "valid": True}, defects
     if model == "si":
         assert states.max() <= 1
-    obs = problem.observations
     assert np.array_equal(states[obs.times], obs.states), "disagrees with an observed frame"
+
+
+def test_history_defects_counts_each_kind_of_defect():
+    # columns: valid S-I-R; S -> R skipping I; backwards (I -> S); disagrees with frame 2; forced skip
+    states = np.array([[0, 0, 1, 0, 0],
+                       [1, 0, 0, 0, 0],
+                       [2, 2, 0, 1, 2]], dtype=np.uint8)
+    seen = np.array([[0, 0, 1, 0, 0], [2, 2, 0, 0, 2]], dtype=np.uint8)
+    defects = history_defects(states, np.array([0, 2]), seen)
+    assert defects == {"backwards": 1, "skipped_infection": 2, "forced_skips": 0, "disagreeing": 1,
+                       "valid": False}
+    # observed S at 1 and R at 2: no frame is left for I, the skip is forced and not a defect
+    forced = history_defects(states[:, [0, 4]], np.array([1, 2]), np.array([[1, 0], [2, 2]], dtype=np.uint8))
+    assert forced == {"backwards": 0, "skipped_infection": 1, "forced_skips": 1, "disagreeing": 0, "valid": True}
+    assert history_defects(states[:, [0]])["valid"]
+
+
+@pytest.mark.parametrize("method", ["observed-copy", "graph-distance", "random"])
+def test_a_vertex_seen_s_then_r_is_infected_in_between(method):
+    """Observed S at 2 and R at 6, never I: the vertex is I for at least one frame in between
+    (observed-copy: at 3, right after its last S observation, and R from 4)."""
+    graph = from_arcs(np.array([0, 1]), np.array([1, 2]), n=3, directed=True)
+    truth = np.array([[1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 1, 0], [2, 1, 0], [2, 2, 1], [2, 2, 2]], dtype=np.uint8)
+    problem = Problem(graph=graph, model="sir", T=6, n0=1, observations=observe(truth, np.array([2, 6])),
+                      truth=truth, name="path")
+    states = baseline(problem, method, seed=5).states
+    assert history_defects(states, problem.observations.times, problem.observations.states)["valid"]
+    for v in (1, 2):
+        assert 1 in states[3:6, v], (method, states[:, v])
+    if method == "observed-copy":
+        assert states[:, 1].tolist() == [0, 0, 0, 1, 2, 2, 2]
+
+
+def test_an_s_to_r_step_the_observations_force_is_kept():
+    """With same-step recovery the truth may go S -> R between two consecutive observed frames; no
+    history agrees with them and passes through I, so the baselines keep the observed jump."""
+    graph = from_arcs(np.array([0]), np.array([1]), n=2, directed=True)
+    truth = np.array([[1, 0], [1, 0], [2, 2]], dtype=np.uint8)
+    problem = Problem(graph=graph, model="sir", T=2, n0=1, observations=observe(truth, np.array([1, 2])),
+                      truth=truth, name="jump")
+    for method in ("observed-copy", "graph-distance", "random"):
+        states = baseline(problem, method, seed=1).states
+        defects = history_defects(states, problem.observations.times, problem.observations.states)
+        assert defects["valid"] and defects["forced_skips"] == 1, (method, defects)
+
+
+@pytest.mark.parametrize("name", ["ba-sir", "er-sir", "oregon2-sir", "prost-sir", "covid-sir", "heb-sir"])
+def test_baselines_write_valid_histories_on_the_canonical_sir_data(name):
+    """Every baseline on every canonical SIR history (through the mirror), under the benchmark's
+    schedule {floor(T/2), T} and DITTO's final frame alone: valid, and no vertex skips I."""
+    problem = load_canonical(name).to_problem()
+    final = dataclasses.replace(problem, observations=observe(problem.truth, schedule_times(problem.T, "final")))
+    for p in (problem, final):
+        obs = p.observations
+        for method in BASELINES:
+            defects = history_defects(baseline(p, method, seed=0).states, obs.times, obs.states)
+            assert defects["valid"] and defects["skipped_infection"] == 0, (name, list(obs.times), method, defects)
 
 
 @settings(max_examples=30, deadline=None)

@@ -98,6 +98,37 @@ def unobserved_score(truth: np.ndarray, pred: np.ndarray, model: str, obs_times:
             "nrmse_ditto": nrmse(truth, pred, model, frames=keep, convention="ditto")}
 
 
+def history_defects(states: np.ndarray, obs_times: np.ndarray | None = None,
+                    obs_states: np.ndarray | None = None) -> dict:
+    """What makes ``states`` ((T+1, n), 0/1/2) no valid SI/SIR history, vertex by vertex.
+
+    ``backwards``: vertices whose state ever decreases. ``skipped_infection``: vertices that go
+    from S to R with no frame as I (the NRMSE counts them as never infected: their h^I is T+1).
+    ``forced_skips``: those of them the observations force, S observed at ``t`` and R at ``t + 1``
+    (an SIR step never does that; a simulation with same-step recovery does). ``disagreeing``:
+    vertices that differ from an observed frame (with ``obs_times``/``obs_states``). ``valid``:
+    none of these but the forced skips.
+    """
+    states = np.asarray(states).astype(np.int8)
+    T1, n = states.shape
+    backwards = np.any(np.diff(states, axis=0) < 0, axis=0)
+    infected = (states == 1).any(axis=0)
+    skipped = (states == 2).any(axis=0) & ~infected & ~backwards
+    forced = np.zeros(n, dtype=bool)
+    disagreeing = np.zeros(n, dtype=bool)
+    if obs_times is not None and obs_states is not None:
+        times, seen = np.asarray(obs_times), np.asarray(obs_states)
+        disagreeing = np.any(states[times] != seen, axis=0)
+        last_s = np.where(seen == 0, times[:, None], -2).max(axis=0)
+        first_r = np.where(seen == 2, times[:, None], T1 + 1).min(axis=0)
+        forced = skipped & (first_r == last_s + 1)
+    counts = {"backwards": int(backwards.sum()), "skipped_infection": int(skipped.sum()),
+              "forced_skips": int(forced.sum()), "disagreeing": int(disagreeing.sum())}
+    counts["valid"] = not (counts["backwards"] or counts["disagreeing"]
+                           or counts["skipped_infection"] > counts["forced_skips"])
+    return counts
+
+
 def causal_violations(graph: Graph, states: np.ndarray) -> tuple[int, int]:
     """(violations, events) of Eq. 8: onsets a_v > 0 with no in-neighbour infected at a_v - 1."""
     T1 = states.shape[0]
