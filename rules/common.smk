@@ -20,7 +20,6 @@ from battus.suite.report import (
     report_runs,
     report_spec,
 )
-from battus.suite.report.specfile import write_item_spec
 from battus.suite.report.summary import summary_spec
 
 validate_config(

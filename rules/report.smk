@@ -4,7 +4,9 @@ report_spec writes what one table or figure shows (its spec and runs, battus.sui
 registry) to a small JSON file, the input of its rule: the spec is a param of this rule, so
 editing one experiment rewrites only its items' spec files and remakes only their tables and
 figures, while the table and figure rules keep short params (the HTML report prints a rule's
-params in the information panel of each of its outputs). run_summary writes the report's first
+params in the information panel of each of its outputs). It is a script, not a `run:` block:
+Snakemake starts a `run:` job as a second Snakemake that parses the whole workflow again.
+run_summary writes the report's first
 page (battus.suite.report.summary), which reports/workflow.rst includes.
 """
 
@@ -22,11 +24,13 @@ rule report_spec:
         item_spec_file("{item}"),
     log:
         f"{OUT}/logs/report/spec/{{item}}.log",
+    conda:
+        "../envs/battus.yaml"
     params:
         spec=lambda wildcards: item_spec(wildcards.item)["spec"],
         runs=lambda wildcards: item_spec(wildcards.item)["runs"],
-    run:
-        write_item_spec(output[0], params.spec, params.runs, log=log[0])
+    script:
+        "../workflow_scripts/write_item_spec.py"
 
 
 rule run_summary:
