@@ -1,10 +1,11 @@
 """A table as one self-contained HTML page: the paper's wide layout, for the HTML report.
 
-The page holds what the Markdown and LaTeX writers print (:mod:`.tables`): the caption, every
-panel with its title, the formatted cells with the best values in bold, the LaTeX midrules as
-separators, and the note under the table. It is a whole document with its own small stylesheet
-and no script or outside resource, so Snakemake's report shows it inline (in an iframe) in the
-single-file report and in the zip alike.
+The page holds what the Markdown and LaTeX writers print (:mod:`.tables`): the caption (with
+the protocol, the bold rule and the footnotes of marked cells), every panel with its title, the
+formatted cells with the best values in bold, the LaTeX midrules as separators, and the note
+under the table. It is a whole document with its own small stylesheet and no script or outside
+resource, so Snakemake's report shows it inline (in an iframe) in the single-file report and in
+the zip alike.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ tr.rule td { border-top: 1px solid #9ca3af; }
 td.num, th.num { text-align: right; }
 td.text, th.text { text-align: left; }
 td.indent { padding-left: 2em; }
+p.caption { max-width: 60em; color: #374151; font-size: 0.92em; line-height: 1.45; margin-top: -0.3em; }
 p.note { max-width: 60em; color: #374151; font-size: 0.92em; line-height: 1.45; }
 p.files { color: #6b7280; font-size: 0.85em; }
 """
@@ -61,6 +63,9 @@ def table_html(table: Table, files: str = "") -> str:
     """The table as a whole HTML document (caption as heading, panels, note); ``files`` an optional
     line under it (e.g. where the CSV, Markdown and LaTeX files are)."""
     parts = [f"<h1>{escape(label_text(table.caption))}</h1>"]
+    rest = table.caption_text()[len(table.caption) + 2:]  # protocol, bold rule, footnotes of marked cells
+    if rest:
+        parts.append(f'<p class="caption">{escape(label_text(rest))}</p>')
     for panel in table.panels:
         if len(table.panels) > 1 or panel.title:
             parts.append(f"<h2>{escape(label_text(panel.title))}</h2>")

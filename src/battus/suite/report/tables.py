@@ -40,7 +40,9 @@ from .seeds import SeedStat, seeded
 
 BOLD_RULE = ("Bold: the best value of a column (or row) among the rows ranked; a mean over seeds only "
              "where its 95% interval does not overlap the runner-up's, else none; values of one run "
-             "where best at the printed precision (ties all bold); controls and single timings never.")
+             "where best at the printed precision (ties all bold); none in a column (or row) where a "
+             "ranked row's cell is empty, as a missing competitor could be the best; controls and single "
+             "timings never.")
 
 
 def label_text(text: str, latex: bool = False) -> str:
@@ -63,6 +65,10 @@ class Panel:
     row_best: tuple[list[str], str] | None = None  # (columns, max|min): bold the best of each row
     skip_best_rows: list[int] = field(default_factory=list)  # rows never bold (controls): not in any best
     rules_before: list[int] = field(default_factory=list)  # LaTeX \midrule before these rows
+    # cells printed with a mark after the value, (row position, column) -> mark, e.g. a value converted
+    # from another convention; mark_notes says what each mark means (a footnote of the caption)
+    marks: dict[tuple[int, str], str] = field(default_factory=dict)
+    mark_notes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,9 +83,19 @@ class Table:
     protocol: str = ""  # how its numbers were made: frames observed, final frame pinned, NRMSE convention
 
     def caption_text(self) -> str:
-        """The full caption: the title, the protocol and, where a panel bolds, the bold rule."""
+        """The full caption: the title, the protocol, where a panel bolds the bold rule, and a footnote
+        for each mark a cell carries (:attr:`Panel.marks`)."""
         bolds = any(p.best or p.row_best for p in self.panels)
-        return " ".join(x for x in (f"{self.caption}.", self.protocol, BOLD_RULE if bolds else "") if x)
+        return " ".join(x for x in (f"{self.caption}.", self.protocol, BOLD_RULE if bolds else "",
+                                    *self.footnotes()) if x)
+
+    def footnotes(self) -> list[str]:
+        """``"<mark> <meaning>"`` for every mark a printed cell carries, in order of first use."""
+        used: dict[str, str] = {}
+        for panel in self.panels:
+            for mark in panel.marks.values():
+                used.setdefault(mark, panel.mark_notes.get(mark, ""))
+        return [f"{mark} {text}".strip() for mark, text in used.items()]
 
 
 def long_rows(ids: dict, metrics: dict) -> list[dict]:
@@ -187,6 +203,10 @@ def bold_mask(panel: Panel) -> pd.DataFrame:
     a time column (``ms``) only where every value compared is a mean over repeated runs."""
     df = panel.frame
     mask = pd.DataFrame(False, index=df.index, columns=df.columns)
+
+    def empty(v) -> bool:
+        return not seeded(v) and pd.isna(pd.to_numeric(v, errors="coerce"))
+
     eligible = ~df.index.isin(df.index[panel.skip_best_rows]) if panel.skip_best_rows else np.ones(len(df), bool)
     groups = [df.index[eligible]] if not panel.best_by else [
         idx[eligible[df.index.get_indexer(idx)]] for _, idx in df.groupby(panel.best_by, sort=False).groups.items()
@@ -199,6 +219,8 @@ def bold_mask(panel: Panel) -> pd.DataFrame:
             cells = {i: (v if seeded(v) else pd.to_numeric(v, errors="coerce")) for i, v in cells.items()}
             if panel.formats.get(col) == "ms" and not all(seeded(v) for v in cells.values() if not pd.isna(v)):
                 continue  # a single timing on a shared machine is not a difference worth bold
+            if any(empty(v) for v in cells.values()):
+                continue  # a competitor without a value here might be the best: no bold in this column
             for i in best_cells(cells, how):
                 mask.at[i, col] = True
     if panel.row_best:
@@ -207,20 +229,27 @@ def bold_mask(panel: Panel) -> pd.DataFrame:
         for i in df.index[eligible]:
             cells = {c: (df.at[i, c] if seeded(df.at[i, c]) else pd.to_numeric(df.at[i, c], errors="coerce"))
                      for c in cols}
+            if any(empty(v) for v in cells.values()):
+                continue
             for c in best_cells(cells, how):
                 mask.at[i, c] = True
     return mask
 
 
 def formatted_panel(panel: Panel, bold) -> pd.DataFrame:
+    """The printed cells: values in their format, a cell's mark (:attr:`Panel.marks`) after its value,
+    ``bold`` around the cells :func:`bold_mask` picks."""
     mask = bold_mask(panel)
     out = pd.DataFrame(index=panel.frame.index)
     for col in panel.frame.columns:
         kind = panel.formats.get(col, "str")
-        out[col] = [
-            bold(fmt_value(v, kind)) if mask.at[i, col] and fmt_value(v, kind) != "--" else fmt_value(v, kind)
-            for i, v in panel.frame[col].items()
-        ]
+        cells = []
+        for k, (i, v) in enumerate(panel.frame[col].items()):
+            text = fmt_value(v, kind)
+            if text != "--":
+                text += panel.marks.get((k, col), "")
+            cells.append(bold(text) if mask.at[i, col] and text != "--" else text)
+        out[col] = cells
     return out
 
 
@@ -230,6 +259,7 @@ _TEX_MATH = (
     ("{\u230aT/2\u230b, T}", r"$\{\lfloor T/2\rfloor, T\}$"), ("{T}", r"$\{T\}$"),
     ("\u230aT/2\u230b", r"$\lfloor T/2\rfloor$"), ("\u00d7\u221a2", r"$\times\sqrt{2}$"), ("\u221a2", r"$\sqrt{2}$"),
     ("\u03b2^I", r"$\beta^I$"), ("\u03b2^R", r"$\beta^R$"), ("h^I", r"$h^I$"), ("h^R", r"$h^R$"), ("|E|", r"$|E|$"),
+    ("\u2020", r"$^{\dagger}$"), ("\u00f7", r"$\div$"),
     ("\u00b1", r"$\pm$"), ("\u2192", r"$\rightarrow$"), ("\u00d7", r"$\times$"), ("\u0394", r"$\Delta$"),
     ("\u2212", r"$-$"), ("\u2265", r"$\geq$"), ("\u2264", r"$\leq$"), ("\u03c4", r"$\tau$"), ("\u03b2", r"$\beta$"),
     ("\u221a", r"$\surd$"), ("\u00b7", r"$\cdot$"), ("\u2248", r"$\approx$"), ("<", r"$<$"), (">", r"$>$"),

@@ -1,0 +1,147 @@
+"""Fair comparison tables: no bold beside an empty competitor, converted cells marked, wins, ties and
+losses decided by the stated uncertainty."""
+
+from __future__ import annotations
+
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from battus.suite import report
+from battus.suite.report.comparison_tables import CONVERTED_MARK
+from battus.suite.report.html import table_html
+
+ROOT = Path(__file__).resolve().parent.parent
+DITTO = ROOT / report.DITTO_PUBLISHED
+SI = ["BA-SI", "ER-SI", "Oregon2-SI", "Prost-SI", "BrFarmers-SI", "Pol-SI"]
+SIR = ["BA-SIR", "ER-SIR", "Oregon2-SIR", "Prost-SIR", "Covid-SIR", "Hebrew-SIR"]
+
+
+def _ditto_spec(si=SI, sir=SIR) -> dict:
+    datasets = {k.lower(): {"label": k, "published": k} for k in [*si, *sir]}
+    methods = [["battus-z", "default"], ["battus", "default"], ["random", "default"]]
+    return {
+        "experiments": {"ditto_protocol": {"si": [k.lower() for k in si], "sir": [k.lower() for k in sir],
+                                           "methods": methods}},
+        "datasets": datasets,
+        "labels": {"battus-z/final": "Battus-Z", "battus/final": "Battus", "random/final": "Random"},
+        "controls": ["random/final"],
+        "ditto_variants": {"battus-z/default": "final", "battus/default": "final", "random/default": "final"},
+    }
+
+
+def _ditto_scores(spec: dict, f1: dict, nrmse_paper: dict) -> dict:
+    """Every dataset scored alike per method: F1 and the paper's NRMSE (DITTO's is √2 times it on SI)."""
+    scores = {}
+    for d in spec["datasets"]:
+        factor = np.sqrt(2) if d.endswith("-si") else 1.0
+        for m in ("battus-z", "battus", "random"):
+            scores[f"{d}|{m}|final"] = {"hermes": {"f1": f1[m], "nrmse": nrmse_paper[m],
+                                                   "nrmse_ditto": nrmse_paper[m] * factor}}
+    return scores
+
+
+def _written(table, tmp_path) -> tuple[str, str, str]:
+    paths = [tmp_path / f"t.{ext}" for ext in ("csv", "md", "tex")]
+    report.write_table(table, *paths)
+    return paths[1].read_text(), paths[2].read_text(), table_html(table)
+
+
+# ---------------------------------------------------------------------------
+# bold beside an empty cell
+
+
+def test_no_bold_in_a_column_where_a_ranked_row_is_empty():
+    df = pd.DataFrame({"M": ["a", "b", "c", "control"], "F1": [0.9, np.nan, 0.8, 0.99],
+                       "NRMSE": [0.2, 0.1, 0.3, np.nan], "Both": [0.5, 0.6, np.nan, 0.7]})
+    panel = report.Panel("", df, {c: "metric" for c in ("F1", "NRMSE", "Both")},
+                         {"F1": "max", "NRMSE": "min", "Both": "max"}, skip_best_rows=[3])
+    mask = report.bold_mask(panel)
+    assert not mask["F1"].any()  # b has no F1: it might be the best
+    assert mask["NRMSE"].tolist() == [False, True, False, False]  # only the control is empty: not a competitor
+    assert not mask["Both"].any()
+    rows = report.Panel("", df.iloc[:3], {c: "metric" for c in ("F1", "NRMSE")}, row_best=(["F1", "NRMSE"], "max"))
+    assert report.bold_mask(rows)["F1"].tolist() == [True, False, True]  # row b has an empty cell: no bold
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.none(), st.floats(0, 1)), min_size=3, max_size=3), min_size=2, max_size=6),
+       st.lists(st.booleans(), min_size=6, max_size=6))
+def test_a_bold_cell_never_shares_a_column_with_an_empty_competitor(values, control):
+    df = pd.DataFrame({"M": [f"m{i}" for i in range(len(values))]})
+    for j in range(3):
+        df[f"c{j}"] = [np.nan if row[j] is None else row[j] for row in values]
+    skip = [i for i in range(len(values)) if control[i]]
+    panel = report.Panel("", df, {f"c{j}": "metric" for j in range(3)}, {"c0": "max", "c1": "min", "c2": "max"},
+                         skip_best_rows=skip)
+    mask = report.bold_mask(panel)
+    for j in range(3):
+        ranked = df.loc[~df.index.isin(skip), f"c{j}"]
+        if mask[f"c{j}"].any():
+            assert ranked.notna().all(), (values, skip, j)
+            assert not mask.loc[skip, f"c{j}"].any()
+
+
+def test_the_built_tables_never_bold_beside_an_empty_competitor(tmp_path):
+    spec = _ditto_spec()
+    scores = _ditto_scores(spec, {"battus-z": 0.8, "battus": 0.79, "random": 0.7},
+                           {"battus-z": 0.1685, "battus": 0.17, "random": 0.2})
+    table = report.build_table("ditto_protocol", spec, scores, published=report.read_published(DITTO))
+    for panel in table.panels:
+        mask = report.bold_mask(panel)
+        ranked = ~panel.frame.index.isin(panel.frame.index[panel.skip_best_rows])
+        for col in panel.best:
+            if mask[col].any():
+                assert panel.frame.loc[ranked, col].notna().all(), (panel.title, col)
+
+
+# ---------------------------------------------------------------------------
+# converted cells
+
+
+def test_dittos_paper_convention_mean_is_converted_marked_and_compared(tmp_path):
+    """DITTO prints only its own convention: the SI mean under the paper's is .2336/√2 = .1652, marked †,
+    explained in the caption of every format, and bold beats Battus-Z's .1685 with it."""
+    spec = _ditto_spec()
+    scores = _ditto_scores(spec, {"battus-z": 0.8144, "battus": 0.8074, "random": 0.72},
+                           {"battus-z": 0.1685, "battus": 0.1737, "random": 0.25})
+    table = report.build_table("ditto_protocol", spec, scores, published=report.read_published(DITTO))
+    si = table.panels[0]
+    frame = si.frame.set_index("Method")
+    assert frame.at["DITTO (published)", "Mean NRMSE (DITTO)"] == pytest.approx(0.2336, abs=5e-5)
+    assert frame.at["DITTO (published)", "Mean NRMSE (paper)"] == pytest.approx(0.2336 / np.sqrt(2), abs=5e-5)
+    published = [i for i, m in enumerate(si.frame["Method"]) if m.endswith("(published)")]
+    assert {k for k in si.marks} == {(i, "Mean NRMSE (paper)") for i in published}
+    assert set(si.marks.values()) == {CONVERTED_MARK}
+    mask = report.bold_mask(si)
+    bold = si.frame.loc[mask["Mean NRMSE (paper)"], "Method"].tolist()
+    assert bold == ["DITTO (published)"]
+    # SIR: the same value under both conventions, still marked (DITTO did not print it)
+    sir = table.panels[1].frame.set_index("Method")
+    assert sir.at["DITTO (published)", "Mean NRMSE (paper)"] == sir.at["DITTO (published)", "Mean NRMSE (DITTO)"]
+    assert table.panels[1].marks
+    md, tex, html = _written(table, tmp_path)
+    assert "**.1652\u2020**" in md and "| .1685 " in md.replace("|.1685", "| .1685")
+    assert "\u2020 converted" in md  # the footnote, in the caption's line
+    assert r"\textbf{.1652$^{\dagger}$}" in tex and r"$^{\dagger}$ converted" in tex and tex.isascii()
+    assert "<strong>.1652\u2020</strong>" in unescape(html) and "\u2020 converted" in unescape(html)
+    assert "\u2020 converted" in table.caption_text()
+    tidy = table.tidy
+    row = tidy[(tidy["method"] == "DITTO") & (tidy["metric"] == "mean_nrmse_paper_convention_converted")
+               & (tidy["model"] == "si")]
+    assert row["value"].tolist() == pytest.approx([0.2336 / np.sqrt(2)], abs=5e-5)
+
+
+def test_a_table_without_marks_has_no_footnote():
+    spec = _ditto_spec()
+    for d in spec["datasets"].values():
+        d.pop("published")
+    scores = _ditto_scores(spec, {"battus-z": 0.8, "battus": 0.79, "random": 0.7},
+                           {"battus-z": 0.1, "battus": 0.11, "random": 0.2})
+    table = report.build_table("ditto_protocol", spec, scores, published=report.read_published(DITTO))
+    assert not any(p.marks for p in table.panels) and "\u2020" not in table.caption_text()
