@@ -36,19 +36,17 @@ covid-sir``). Any DITTO argument can be overridden after ``--``: ``-- --q_steps 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import os
-import runpy
 import sys
-import time
 from pathlib import Path
 
-import h5py
 import numpy as np
 
-SHIMS = Path(__file__).resolve().parent / "shims"
-DITTO_SEED = 123456789  # every one of DITTO's scripts uses this seed
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import kdd23  # noqa: E402  (../kdd23.py: the conversion and the Tester shared with CRI, DHREC, GCN, GIN)
+
+SHIMS = kdd23.SHIMS
+DITTO_SEED = kdd23.UPSTREAM_SEED  # every one of DITTO's scripts uses this seed
 
 _COMMON = {"b_pI0": 1e-6, "b_pR0": 1e-6, "b_steps": 500, "b_lr": 0.003, "q_steps": 500, "q_lr": 0.001,
            "q_hid": 16, "q_gnn": 3, "q_mlp": 2, "q_samples": 10, "q_zlim": 16, "p_coef": 1.0,
@@ -75,70 +73,18 @@ def preset_args(preset: str, n: int) -> dict:
 
 def read_history(path: str) -> dict:
     """Graph (as arc sources and targets), model, T, n0 and the final observed frame of a history."""
-    with h5py.File(path, "r") as f:
-        T, n0, model = int(f.attrs["T"]), int(f.attrs["n0"]), str(f.attrs["model"])
-        indptr = f["graph/indptr"][()].astype(np.int64)
-        sources = f["graph/indices"][()].astype(np.int64)
-        times = f["observations/times"][()]
-        states = f["observations/states"][()]
-    if int(times[-1]) != T:
-        raise SystemExit(f"run_ditto: {path}: observations/times: DITTO needs the final frame T={T} observed")
-    targets = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
-    return {"T": T, "n0": n0, "model": model, "sources": sources, "targets": targets,
-            "final": states[-1].astype(np.int64), "n": len(indptr) - 1}
+    return kdd23.read_history(path, "run_ditto")
 
 
-def ditto_data(history: dict, device: str):
-    """The torch_geometric Data DITTO's main() reads (see the module docstring)."""
-    import torch
-    from torch_geometric.data import Data
-
-    n, T = history["n"], history["T"]
-    y = torch.zeros((n, T + 1), dtype=torch.long)
-    y[: history["n0"], 0] = 1  # DITTO counts these ones (its I0); which vertices does not matter
-    y[:, T] = torch.from_numpy(history["final"])
-    edge_index = torch.from_numpy(np.stack([history["sources"], history["targets"]]))
-    data = Data(edge_index=edge_index, y=y, num_nodes=n)
-    data.T = torch.tensor(T, dtype=torch.long)
-    return data.to(device)
+ditto_data = kdd23.upstream_data  # the torch_geometric Data DITTO's main() reads (see ../kdd23.py)
 
 
-def run(ditto_home: Path, data, argv: list[str], device: str) -> tuple[np.ndarray, float]:
-    """Run ditto.py unchanged on ``data``; its (n, T) prediction and the seconds its main() took."""
+def _sort_contiguous() -> None:
+    """PyTorch 1.7, which DITTO pins, returned sort's values contiguous; current PyTorch keeps the input's
+    strides, and DITTO's QNet.lik then .view()s a sorted transposed tensor and fails. Same values, the
+    old layout."""
     import torch
 
-    sys.path.insert(0, str(ditto_home))
-    for module in ("torch_scatter", "ndlib"):
-        if importlib.util.find_spec(module) is None:
-            sys.path.append(str(SHIMS))
-    import inc.test as ditto_test  # DITTO's own module; ditto.py imports its names from it
-
-    captured = {}
-
-    class HistoryTester:
-        """Stands in for DITTO's Tester: the same calls, this history instead of a named dataset."""
-
-        def __init__(self, data_dir, device, model_fn):
-            self.model_fn = model_fn
-
-        def test(self, datasets=None, seed=None, rep=1, **kwargs):
-            ditto_test.seed_all(seed)  # as Tester.test_dataset does for its first repetition (seed ^ 0)
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            started = time.perf_counter()
-            y_pred = self.model_fn(data)
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            captured["seconds"] = time.perf_counter() - started
-            captured["y_pred"] = y_pred.detach().cpu().numpy()
-
-        def save(self, f, verbose=True):
-            pass
-
-    ditto_test.Tester = HistoryTester
-    # PyTorch 1.7, which DITTO pins, returned sort's values contiguous; current PyTorch keeps the input's
-    # strides, and DITTO's QNet.lik then .view()s a sorted transposed tensor and fails. Same values,
-    # the old layout:
     sort = torch.Tensor.sort
 
     def sort_contiguous(self, *args, **kwargs):
@@ -146,9 +92,11 @@ def run(ditto_home: Path, data, argv: list[str], device: str) -> tuple[np.ndarra
         return torch.return_types.sort((values.contiguous(), indices.contiguous()))
 
     torch.Tensor.sort = sort_contiguous
-    sys.argv = ["ditto.py", *argv]
-    runpy.run_path(str(ditto_home / "ditto.py"), run_name="__main__")
-    return captured["y_pred"], captured["seconds"]
+
+
+def run(ditto_home: Path, data, argv: list[str], device: str) -> tuple[np.ndarray, float]:
+    """Run ditto.py unchanged on ``data``; its (n, T) prediction and the seconds its main() took."""
+    return kdd23.run_script(ditto_home, "ditto.py", data, argv, device, _sort_contiguous)
 
 
 def main() -> None:
@@ -172,18 +120,13 @@ def main() -> None:
     argv += [x for key, value in params.items() for x in (f"--{key}", str(value))] + args.ditto_args
     os.environ.setdefault("TQDM_DISABLE", "1")  # DITTO's progress bars, one line per step otherwise
     y_pred, seconds = run(args.ditto_home.resolve(), ditto_data(history, args.device), argv, args.device)
-    # DITTO's test_fix_obs: its frames 0..T-1, then the observed final frame
-    states = np.concatenate([y_pred[:, : history["T"]], history["final"][:, None]], axis=1).T.astype(np.uint8)
     import torch
 
     device_name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
     record = {"ditto_args": argv[8:], "preset": args.preset, "seed": args.seed, "torch": torch.__version__,
-              "device": device_name, "shims": [m for m in ("torch_scatter", "ndlib")
-                                               if str(SHIMS) in str(getattr(sys.modules.get(m), "__file__", ""))]}
-    with h5py.File(args.out, "w") as f:
-        f.attrs.update(format="battus-prediction", format_version=1, model=history["model"], T=history["T"],
-                       method="ditto", algorithm_seconds=seconds, params=json.dumps(record))
-        f["states"] = states
+              "device": device_name, "shims": kdd23.shims_used()}
+    # DITTO's test_fix_obs: its frames 0..T-1, then the observed final frame
+    kdd23.write_prediction(args.out, history, "ditto", kdd23.prediction_states(y_pred, history), seconds, record)
 
 
 if __name__ == "__main__":
