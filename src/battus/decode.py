@@ -28,21 +28,42 @@ if TYPE_CHECKING:
     from .problem import Problem
 
 
-def decode(backend: Backend, prep: Prepared, problem: Problem, rho, beta_r: float, options: Options,
-           keep_posteriors: bool) -> tuple:
+def decode(backend: Backend, prep: Prepared, problem: Problem, rho, beta_i: float, beta_r: float,
+           options: Options, keep_posteriors: bool) -> tuple:
     """(posteriors or None, t_inf, t_rec, extras), in the backend's memory, from the frozen pressures
-    ``rho``; the posteriors come back when kept (``keep_posteriors``) and ``extras`` holds the causal
-    counts when ``options.causal``."""
+    ``rho`` of the rates ``beta_i``, ``beta_r``; the posteriors come back when kept
+    (``keep_posteriors``) and ``extras`` holds the causal counts when ``options.causal``. Rates under
+    which the observations are impossible are an :class:`InputError` (:func:`refuse_undefined`)."""
     sir = problem.model == "sir"
+    gamma = None
     if not (keep_posteriors or options.causal):
         t_inf, t_rec = backend.posterior_hitting_times(prep, rho, problem.prior, beta_r, options.backward,
                                                        options.decoder, options.tau, sir, options.projection)
-        return None, t_inf, t_rec, {}
-    gamma = backend.posteriors(prep, rho, problem.prior, beta_r, options.backward)
-    t_inf, t_rec = backend.hitting_times(prep, gamma, options.decoder, options.tau, sir, options.projection)
+    else:
+        gamma = backend.posteriors(prep, rho, problem.prior, beta_r, options.backward)
+        t_inf, t_rec = backend.hitting_times(prep, gamma, options.decoder, options.tau, sir, options.projection)
+    # before the causal repair, which reads hitting times as frame numbers
+    refuse_undefined(backend.to_host(t_inf), beta_i, beta_r, options.fit)
     if not options.causal:
         return gamma, t_inf, t_rec, {}
     return (gamma, *causal_decode(backend, prep, problem, gamma, t_inf, t_rec))
+
+
+def refuse_undefined(t_inf: np.ndarray, beta_i: float, beta_r: float, fitted: bool) -> None:
+    """Refuse decoded hitting times (on the host) holding :data:`~battus.kernels.vertex_rules.UNDEFINED`.
+
+    A vertex decodes to it when its posteriors are not numbers, i.e. its observations have
+    probability 0 under the rates (a normaliser of the forward-backward was 0): whatever the
+    decoder would make of them is no answer, with or without ``--posteriors``, on every backend.
+    """
+    from .kernels.vertex_rules import UNDEFINED  # here: the kernels package loads Numba
+
+    if t_inf.size and int(t_inf.min()) == UNDEFINED:
+        where, what, fix = (("--rate-lower/--rate-upper", "fit bounds", "bounds") if fitted
+                            else ("--beta-i/--beta-r", "rates", "rates"))
+        raise InputError(where, what, f"the observations have probability 0 under beta_i={beta_i:.6g}, "
+                                      f"beta_r={beta_r:.6g}{' (fitted)' if fitted else ''} (posteriors "
+                                      f"undefined); use {fix} that allow what was observed")
 
 
 def causal_decode(backend, prep, problem, gamma, t_inf, t_rec) -> tuple:

@@ -20,7 +20,6 @@ import numpy as np
 
 from .backends import Backend, Prepared, open_backend
 from .decode import decode, states_from_hitting_times
-from .errors import InputError
 from .fit import fit_rates
 from .options import DECODERS, DEFAULT_RATES, METHODS, FitSettings, Options, method_options
 from .problem import Problem, Reconstruction
@@ -86,11 +85,8 @@ def _reconstruct(problem: Problem, options: Options, backend: Backend, prep: Pre
     beta_i, beta_r, trace, gamma, t_inf, t_rec, extras = result
     t_inf = backend.to_host(t_inf)
     t_rec = backend.to_host(t_rec)
+    # finite: decode() refused rates that leave any posterior undefined
     posteriors = backend.to_host(gamma).astype(np.float32) if keep_posteriors else None
-    if posteriors is not None and not np.isfinite(posteriors).all():
-        raise InputError("--beta-i/--beta-r", "rates",
-                         f"the observations have probability 0 under beta_i={beta_i:.6g}, beta_r={beta_r:.6g} "
-                         "(posteriors undefined); use rates that allow what was observed")
     timing = {"warmup_seconds": warmup_seconds}
     if repeats > 1:
         timing["algorithm_seconds_runs"] = runs
@@ -127,6 +123,6 @@ def _run_once(backend: Backend, prep, problem: Problem, options: Options, progre
         beta_r = 0.0
     say(f"inference at beta_i={beta_i:.6g}, beta_r={beta_r:.6g}")
     rho = backend.pressures(prep, problem.prior, beta_i, beta_r, options.reset)
-    gamma, t_inf, t_rec, extras = decode(backend, prep, problem, rho, beta_r, options, keep_posteriors)
+    gamma, t_inf, t_rec, extras = decode(backend, prep, problem, rho, beta_i, beta_r, options, keep_posteriors)
     elapsed = backend.stop_interval(started)
     return elapsed, (beta_i, beta_r, trace, gamma, t_inf, t_rec, extras)

@@ -4,7 +4,10 @@ Every kernel is vertex-parallel inside a time step; time steps are
 sequential because frame t+1 depends on frame t. ``fastmath`` stays off: the
 likelihood and the threshold crossings must not depend on reassociation.
 The per-vertex arithmetic is the plain rules of :mod:`battus.kernels.vertex_rules`,
-compiled here and, for the GPU, in :mod:`battus.kernels.infer_cuda`.
+compiled here and, for the GPU, in :mod:`battus.kernels.infer_cuda`; a vertex whose
+posteriors are not numbers decodes to ``vertex_rules.UNDEFINED``. Numba's cache does not
+see a change to those rules (it keys on this file alone): a change there must come with
+one here, or a warm cache keeps the old rules.
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ in-degree below ``warp_min_degree`` one thread per vertex, up to
 order by :func:`finish_hubs`, so results are deterministic run to run.
 
 Forward-backward, decoding and projection are the rules of
-:mod:`battus.kernels.vertex_rules` compiled as device functions, one thread per vertex.
+:mod:`battus.kernels.vertex_rules` compiled as device functions, one thread per vertex;
+a vertex whose posteriors are not numbers decodes to ``vertex_rules.UNDEFINED``.
+Numba's cache does not see a change to those rules (it keys on this file alone):
+a change there must come with one here, or a warm cache keeps the old rules.
 """
 
 from __future__ import annotations

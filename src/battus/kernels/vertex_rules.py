@@ -112,10 +112,24 @@ def forward_backward_rule(avoidance, one_hot, forward_step, backward_step, poste
 # ----------------------------------------------------------------------------
 # decoding: posteriors (3, T+1, n) -> hitting times (T+1 = never)
 
+# The hitting times of a vertex whose posteriors are not numbers: a normaliser of the
+# forward-backward was 0 (0/0), i.e. the rates give its observations probability 0 (an
+# infection seen under beta_i = 0, a recovery under beta_r = 0, a vertex still I under
+# beta_r = 1, rates so small that every path underflows). Both decoders return it on every
+# backend and the projection keeps it, so battus.decode.refuse_undefined sees it whether or not
+# the posteriors were kept, instead of a history decoded from NaN.
+UNDEFINED = -1
+
 
 def threshold_vertex_py(gamma, u, tau, with_recovery):
-    """First frame with 1 - gamma_S >= tau (infection) and with gamma_R >= tau (recovery)."""
+    """First frame with 1 - gamma_S >= tau (infection) and with gamma_R >= tau (recovery);
+    (UNDEFINED, UNDEFINED) when a posterior is not a number (see :data:`UNDEFINED`)."""
     n_frames = gamma.shape[1]
+    for t in range(n_frames):
+        # NaN != NaN: the one sum of each frame carries a NaN of any of its three posteriors
+        total = gamma[0, t, u] + gamma[1, t, u] + gamma[2, t, u]
+        if total != total:
+            return UNDEFINED, UNDEFINED
     ti = n_frames
     tr = n_frames
     for t in range(n_frames):
@@ -131,12 +145,16 @@ def threshold_vertex_py(gamma, u, tau, with_recovery):
 
 
 def map_vertex_py(gamma, u, with_recovery):
-    """Per-frame arg-max (ties to the lower state), then the cumulative maximum in S < I < R."""
+    """Per-frame arg-max (ties to the lower state), then the cumulative maximum in S < I < R;
+    (UNDEFINED, UNDEFINED) when a posterior is not a number (see :data:`UNDEFINED`)."""
     n_frames = gamma.shape[1]
     ti = n_frames
     tr = n_frames
     level = 0
     for t in range(n_frames):
+        total = gamma[0, t, u] + gamma[1, t, u] + gamma[2, t, u]
+        if total != total:  # NaN: comparisons with it are all false, so the arg-max would say S
+            return UNDEFINED, UNDEFINED
         best = 0
         if gamma[1, t, u] > gamma[0, t, u]:
             best = 1
@@ -152,7 +170,9 @@ def map_vertex_py(gamma, u, with_recovery):
 
 
 def project_vertex_py(obs_times, obs_states, u, ti, tr):
-    """Vertex u's hitting times clipped to agree with every observed snapshot."""
+    """Vertex u's hitting times clipped to agree with every observed snapshot; UNDEFINED stays so."""
+    if ti == UNDEFINED:
+        return ti, tr
     lo_i = 0
     lo_r = 0
     hi_i = 1 << 60
