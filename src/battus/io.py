@@ -73,14 +73,16 @@ def _put(group: h5py.Group, name: str, data: np.ndarray, compress: bool = True) 
 
     Graph arrays are stored uncompressed: vertex ids compress poorly (about a third smaller) and
     decompressing them, one core, was most of the time a reconstruction of a large graph spent
-    reading its input; states compress about eightfold and stay compressed.
+    reading its input; states compress about eightfold and stay compressed, their chunks
+    compressed on every core (:mod:`battus.chunked`).
     """
     data = np.ascontiguousarray(data)
     if data.size <= _BIG:
         group.create_dataset(name, data=data)
     elif compress:
-        group.create_dataset(name, data=data, chunks=True, compression="gzip", compression_opts=4,
-                             shuffle=True, fletcher32=True)
+        from .chunked import write_compressed  # numba: only where a large array is written
+
+        write_compressed(group, name, data, level=4)
     else:
         chunks = (min(data.shape[0], _RAW_CHUNK),) + data.shape[1:] if data.ndim == 1 else True
         group.create_dataset(name, data=data, chunks=chunks, fletcher32=True)
