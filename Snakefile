@@ -9,11 +9,18 @@ See docs/workflow.md for reruns, SLURM, the mirror and archiving.
 
 from snakemake.utils import min_version
 
+from battus.suite.config import check_config_files, refused_in_one_line
+
 min_version("8.0")
 
 
 # The embedded default, unless --configfile names another (no deep merge with it).
+# Checked first (UTF-8, YAML, no key twice): Snakemake's own reader shows a file that is not
+# UTF-8 as a traceback. A --configfile was read by Snakemake before this file runs; see
+# docs/robustness.md.
 if not workflow.overwrite_configfiles:
+    with refused_in_one_line():
+        check_config_files([f"{workflow.basedir}/config/config.yaml"])
 
     configfile: f"{workflow.basedir}/config/config.yaml"
 

@@ -11,7 +11,7 @@ import re
 from snakemake.exceptions import WorkflowError
 
 import battus.download
-from battus.suite.config import validate_config
+from battus.suite.config import refused_in_one_line, validate_config
 from battus.suite.experiments import Plan
 from battus.suite.report import (
     REPORT_ITEMS,
@@ -22,16 +22,19 @@ from battus.suite.report import (
 )
 from battus.suite.report.summary import summary_spec
 
-validate_config(
-    config,
-    f"{workflow.basedir}/config/schemas/config.schema.yaml",
-    files=workflow.overwrite_configfiles or [f"{workflow.basedir}/config/config.yaml"],
-)
-# published rows live in the workflow, not in the run folder
-for _key, _path in config["published"].items():
-    if not os.path.isabs(_path):
-        config["published"][_key] = os.path.join(workflow.basedir, _path)
-PLAN = Plan(config)  # raises "config: ..." on a reference to something undefined
+# a refused config is one line and exit status 2, as bad input to the battus command line
+with refused_in_one_line():
+    validate_config(
+        config,
+        f"{workflow.basedir}/config/schemas/config.schema.yaml",
+        files=workflow.overwrite_configfiles
+        or [f"{workflow.basedir}/config/config.yaml"],
+    )
+    # published rows live in the workflow, not in the run folder
+    for _key, _path in config["published"].items():
+        if not os.path.isabs(_path):
+            config["published"][_key] = os.path.join(workflow.basedir, _path)
+    PLAN = Plan(config)  # raises "config: ..." on a reference to something undefined
 OUT = PLAN.results  # every output of this configuration lives here
 DATASETS = PLAN.datasets
 TABLES = report_made(PLAN, "table")

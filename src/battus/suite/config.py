@@ -10,11 +10,15 @@ of values, is refused at once instead of validated (or printed) for ever.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import yaml
 
+from ..errors import printable
 from .experiments import ConfigError
 
 # values a configuration may hold, shared ones (YAML anchors) counted each time they are reached
@@ -22,7 +26,33 @@ MAX_VALUES = 1_000_000
 _SHOWN = 60  # characters of a refused value shown
 
 
-def validate_config(config: dict, schema_path: str | Path, files: list[str | Path] = ()) -> None:
+# the exit status of a refused configuration, as of bad input to the battus command line
+EXIT_BAD_CONFIG = 2
+
+
+@contextlib.contextmanager
+def refused_in_one_line() -> Iterator[None]:
+    """Turn a :class:`ConfigError` raised in the block into one line on stderr and exit status 2.
+
+    For the workflow's own checks while Snakemake reads the Snakefile: Snakemake would show the
+    error under a heading naming our rule file, followed by a traceback, and exit with 1. A
+    ``SystemExit`` passes through Snakemake (it catches ``Exception``), before any job or output.
+    """
+    try:
+        yield
+    except ConfigError as exc:
+        print(f"battus: error: {printable(str(exc))}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_BAD_CONFIG) from None
+
+
+def check_config_files(files: Iterable[str | Path]) -> None:
+    """Each YAML file a configuration is read from is UTF-8 text, one YAML document, and gives no
+    key twice (YAML keeps the last one silently); else a :class:`ConfigError` naming the file."""
+    for path in files:
+        _check_unique_keys(Path(path))
+
+
+def validate_config(config: dict, schema_path: str | Path, files: Iterable[str | Path] = ()) -> None:
     """Check ``config`` against the schema at ``schema_path`` and fill in its defaults, in place;
     a :class:`~battus.suite.experiments.ConfigError` names the first key that breaks a rule.
     ``files``: the YAML files it was read from, checked for a key given twice (YAML keeps the
@@ -30,8 +60,7 @@ def validate_config(config: dict, schema_path: str | Path, files: list[str | Pat
     import jsonschema
     from jsonschema import Draft202012Validator, validators
 
-    for path in files:
-        _check_unique_keys(Path(path))
+    check_config_files(files)
     _walk(config)
     schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
     properties = Draft202012Validator.VALIDATORS["properties"]
@@ -87,6 +116,8 @@ def _check_unique_keys(path: Path) -> None:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     loader = _UniqueKeyLoader(text)
     loader.name = str(path)
     try:
