@@ -145,3 +145,86 @@ def test_a_table_without_marks_has_no_footnote():
                            {"battus-z": 0.1, "battus": 0.11, "random": 0.2})
     table = report.build_table("ditto_protocol", spec, scores, published=report.read_published(DITTO))
     assert not any(p.marks for p in table.panels) and "\u2020" not in table.caption_text()
+
+
+# ---------------------------------------------------------------------------
+# wins, ties and losses
+
+
+def _wtl_scores(spec: dict, rows: dict) -> dict:
+    """rows: method -> dataset -> (F1, NRMSE under DITTO's convention)."""
+    scores = {}
+    for m, per in rows.items():
+        for d, (f1, nrmse) in per.items():
+            paper = nrmse / np.sqrt(2) if d.endswith("-si") else nrmse
+            scores[f"{d}|{m}|final"] = {"hermes": {"f1": f1, "nrmse": paper, "nrmse_ditto": nrmse}}
+    return scores
+
+
+def test_win_tie_loss_counts_a_tie_within_the_published_tolerance(tmp_path):
+    """DITTO published .8384/.8269/.8280 F1 on BA-, ER-, Oregon2-SI: Battus-Z's .8420 is .0036 above it,
+    within the stated .006, a tie; .8400 against .8269 a win; .8100 against .8280 a loss."""
+    from battus.suite.report.win_loss_tables import PUBLISHED_TOLERANCE
+
+    assert PUBLISHED_TOLERANCE == {"f1": 0.006, "nrmse": 0.0047}
+    spec = _ditto_spec(si=SI[:3], sir=[])
+    rows = {"battus-z": {"ba-si": (0.8420, 0.2100), "er-si": (0.8400, 0.2300), "oregon2-si": (0.8100, 0.2000)},
+            "battus": {"ba-si": (0.8420, 0.2100), "er-si": (0.8401, 0.2300), "oregon2-si": (0.8100, 0.2000)},
+            "random": {"ba-si": (0.7, 0.3), "er-si": (0.7, 0.3), "oregon2-si": (0.7, 0.3)}}
+    table = report.build_table("ditto_win_loss", spec, _wtl_scores(spec, rows),
+                               published=report.read_published(DITTO))
+    frame = table.panels[0].frame.set_index(["Method", "Against"])
+    ditto = frame.loc[("Battus-Z", "DITTO (published)")]
+    assert (ditto["F1 W"], ditto["F1 T"], ditto["F1 L"]) == (1, 1, 1)
+    # NRMSE (DITTO's convention; lower is better): .2100 vs .2139 within .0047 -> tie; .2300 vs .2225 -> loss;
+    # .2000 vs .2289 -> win
+    assert (ditto["NRMSE W"], ditto["NRMSE T"], ditto["NRMSE L"]) == (1, 1, 1)
+    assert ditto["Mean \u0394F1"] == pytest.approx(((0.8420 - 0.8384) + (0.8400 - 0.8269) + (0.8100 - 0.8280)) / 3)
+    # two runs of this run are exact: .8401 against .8400 is a loss of Battus-Z, not a tie
+    mutual = frame.loc[("Battus-Z", "Battus")]
+    assert (mutual["F1 W"], mutual["F1 T"], mutual["F1 L"]) == (0, 2, 1)
+    assert (mutual["NRMSE W"], mutual["NRMSE T"], mutual["NRMSE L"]) == (0, 3, 0)
+    # the control is never compared; the published DHREC and CRI are
+    against = {a for _, a in frame.index}
+    assert "Random" not in against and {"DHREC (published)", "CRI (published)"} <= against
+    assert {m for m, _ in frame.index} == {"Battus-Z", "Battus"}
+    md, tex, html = _written(table, tmp_path)
+    assert "no published standard deviation" in table.note and "\u00b1.0060 F1" in table.note
+    assert tex.isascii() and "ditto_win_loss" in tex
+    tidy = table.tidy
+    cell = tidy[(tidy["method"] == "Battus-Z") & (tidy["against"] == "DITTO") & (tidy["dataset"] == "ba-si")
+                & (tidy["metric"] == "f1_outcome")]
+    assert cell["value"].tolist() == [0]
+
+
+def test_a_mean_lead_resting_on_one_dataset_is_shown():
+    """Battus-Z leads DITTO's mean F1 only through BA-SI: without it the mean difference is negative."""
+    spec = _ditto_spec(si=SI[:3], sir=[])
+    rows = {"battus-z": {"ba-si": (0.9384, 0.2139), "er-si": (0.8169, 0.2225), "oregon2-si": (0.8180, 0.2289)},
+            "battus": {"ba-si": (0.8, 0.3), "er-si": (0.8, 0.3), "oregon2-si": (0.8, 0.3)},
+            "random": {"ba-si": (0.7, 0.3), "er-si": (0.7, 0.3), "oregon2-si": (0.7, 0.3)}}
+    table = report.build_table("ditto_win_loss", spec, _wtl_scores(spec, rows),
+                               published=report.read_published(DITTO))
+    row = table.panels[0].frame.set_index(["Method", "Against"]).loc[("Battus-Z", "DITTO (published)")]
+    assert row["Mean \u0394F1"] > 0 and (row["F1 W"], row["F1 T"], row["F1 L"]) == (1, 0, 2)
+    assert row["\u0394F1 w/o one dataset"] == "-.0100 \u2026 .0450"
+    assert "Battus-Z against DITTO on F1" in table.note
+
+
+def test_ties_between_means_over_seeds_use_their_intervals():
+    from battus.suite.report.win_loss_tables import outcome, win_tie_loss
+
+    stat = report.SeedStat
+    close_a, close_b = stat([0.80, 0.82, 0.81]), stat([0.815, 0.825, 0.805])
+    assert outcome(close_a, close_b, "max") == 0
+    assert outcome(stat([0.90, 0.91, 0.92]), close_b, "max") == 1
+    assert outcome(0.2, 0.2046, "min", tol_b=0.0047) == 0 and outcome(0.2, 0.2048, "min", tol_b=0.0047) == 1
+    assert win_tie_loss([0.9, np.nan, 0.5], [0.8, 0.7, 0.5], "max") == (1, 1, 0)
+
+
+def test_the_ditto_win_loss_table_is_made_beside_the_ditto_protocol_table():
+    item = report.REPORT_ITEMS["ditto_win_loss"]
+    assert item.kind == "table" and item.shows == ("ditto_protocol",) and item.published == "ditto_kdd23"
+    names = list(report.REPORT_ITEMS)
+    assert names.index("ditto_win_loss") == names.index("ditto_protocol") + 1
+    assert (ROOT / "reports/ditto_win_loss.rst").is_file()

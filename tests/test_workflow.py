@@ -428,7 +428,7 @@ def test_report_items_show_only_their_own_experiments():
 
     plan = tiny_plan()
     assert report_made(plan, "table") == ["datasets", "ablation", "canonical_quality", "unobserved_quality",
-                                          "paper_comparison", "ditto_protocol", "calibration",
+                                          "paper_comparison", "ditto_protocol", "ditto_win_loss", "calibration",
                                           "feasibility_sensitivity", "tau_sensitivity", "rate_robustness",
                                           "large_results"]
     assert "reliability" in report_made(plan, "figure")

@@ -44,6 +44,7 @@ from .sensitivity_tables import (
     table_tau_sensitivity,
 )
 from .tables import Table, seeds_note, write_table
+from .win_loss_tables import table_ditto_win_loss
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -123,6 +124,10 @@ REPORT_ITEMS = {
                                    published="battus_paper_tables"),
     "ditto_protocol": ReportItem("table", ("ditto_protocol",),
                                  lambda d: table_ditto_protocol(d.spec, d.scores, d.published),
+                                 published="ditto_kdd23"),
+    # each method under test against each other, dataset by dataset, ties within the stated uncertainty
+    "ditto_win_loss": ReportItem("table", ("ditto_protocol",),
+                                 lambda d: table_ditto_win_loss(d.spec, d.scores, d.published),
                                  published="ditto_kdd23"),
     "calibration": ReportItem("table", ("calibration",), lambda d: table_calibration(d.spec, d.scores)),
     "feasibility_sensitivity": ReportItem("table", ("canonical", "rate_grid"),
