@@ -270,8 +270,9 @@ def cmd_run_method(args: argparse.Namespace) -> None:
     except ValueError as exc:
         raise InputError("--command", "command", str(exc)) from None
     problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
-    recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed, progress=_say(args.quiet),
-                       time_limit=args.time_limit)
+    # --quiet: the plug-in's output is kept and shown only if it fails, not streamed
+    recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed,
+                       progress=None if args.quiet else _say(False), time_limit=args.time_limit)
     write_prediction(args.out, recon, problem, args.history,
                      extra={"observed_times": problem.observations.times.tolist()})
     _say(args.quiet)(f"method {args.name} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "

@@ -73,7 +73,9 @@ def run_method(name: str, argv: list[str], problem: Problem, threads: int = 1, s
     """Run plug-in ``name`` (``argv``, with placeholders) on ``problem`` and return its validated prediction.
 
     A plug-in still running after ``time_limit`` seconds is stopped (with everything it started) and
-    is an :class:`InputError`. Its output is shown with control characters escaped.
+    is an :class:`InputError`; what a plug-in leaves running when it exits is stopped too. Its
+    output is shown with control characters escaped: streamed with ``progress``, else only if it
+    fails.
     """
     from .io import read_prediction, write_history
 
@@ -132,6 +134,11 @@ def _follow(proc: subprocess.Popen, name: str, time_limit: float, progress, mess
         try:
             line = lines.get(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
         except queue.Empty:
+            if proc.poll() is not None:
+                # it exited, but what it left running still holds its output open: end those, so the
+                # output closes now instead of when the time limit passes
+                _stop(proc)
+                continue
             if time.monotonic() >= deadline:
                 _stop(proc)
                 print("".join(messages[-50:]), end="", file=sys.stderr)
@@ -147,18 +154,27 @@ def _follow(proc: subprocess.Popen, name: str, time_limit: float, progress, mess
             messages.append(line)
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """End the plug-in's session (the plug-in and every process it started) if it still runs."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        pass
+def _stop(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    """End the plug-in's session: the plug-in if it still runs, and whatever it started that still
+    runs, even once the plug-in itself has exited (a daemon it left behind). SIGTERM first, SIGKILL
+    after ``grace`` seconds. A process that left the session (``setsid``) is out of reach."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except OSError:  # ProcessLookupError: nothing of the session is left
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            proc.poll()  # reaps the plug-in, whose zombie would keep the group alive
+            try:
+                os.killpg(proc.pid, 0)
+            except OSError:
+                break
+            time.sleep(0.02)
+        else:
+            continue
+        break
+    proc.wait()
 
 
 def _reconstruction(name: str, argv: list[str], record: dict, problem: Problem, wall: float) -> Reconstruction:
