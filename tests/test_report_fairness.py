@@ -228,3 +228,42 @@ def test_the_ditto_win_loss_table_is_made_beside_the_ditto_protocol_table():
     names = list(report.REPORT_ITEMS)
     assert names.index("ditto_win_loss") == names.index("ditto_protocol") + 1
     assert (ROOT / "reports/ditto_win_loss.rst").is_file()
+
+
+# ---------------------------------------------------------------------------
+# what the yardsticks are for, from how they scored
+
+
+def test_the_ditto_protocol_note_states_the_baselines_role_from_their_scores():
+    spec = _ditto_spec(si=SI[:2], sir=SIR[:2])
+    exp = spec["experiments"]["ditto_protocol"]
+    exp["methods"] = [*exp["methods"], ["observed-copy", "default"], ["graph-distance", "default"]]
+    spec["labels"] |= {"observed-copy/final": "Observed copy", "graph-distance/final": "Graph distance"}
+    spec["ditto_variants"] |= {"observed-copy/default": "final", "graph-distance/default": "final"}
+    f1 = {"battus-z": 0.8, "battus": 0.79, "random": 0.7, "observed-copy": 0.5, "graph-distance": 0.6}
+    rows = {m: {d: (x, 0.2) for d in spec["datasets"]} for m, x in f1.items()}
+    scores = _wtl_scores(spec, rows)
+    table = report.build_table("ditto_protocol", spec, scores)
+    assert "below the random control on F1 on Observed copy on 4, Graph distance on 4 of the 4 datasets" in table.note
+    assert "below the floor on every dataset" in table.note and "no evidence of quality" in table.note
+    scores["ba-si|graph-distance|final"]["hermes"]["f1"] = 0.75  # above the control on one dataset
+    table = report.build_table("ditto_protocol", spec, scores)
+    assert "Graph distance on 3 of the 4 datasets" in table.note and "below the floor on every" not in table.note
+    # the baselines are opponents in the win/loss table, never methods under test
+    wtl = report.build_table("ditto_win_loss", spec, scores)
+    assert {m for m in wtl.panels[0].frame["Method"]} == {"Battus-Z", "Battus"}
+    assert "Observed copy" in set(wtl.panels[0].frame["Against"])
+
+
+def test_the_reading_guide_says_the_baselines_are_no_floor_above_the_random_control():
+    from battus.suite.report.summary import reading_guide
+
+    spec = {"runs": [["ba-si", "battus-z", "default"]],
+            "methods": {"random": {"label": "Random (negative control)", "kind": "control", "variants": ["default"]},
+                        "observed-copy": {"label": "Observed copy (naive baseline)", "kind": "baseline",
+                                          "variants": ["default"]}}}
+    facts = {"histories": {"simulate": 1}, "random": {"SI": {"f1": 0.7, "nrmse": 0.25}},
+             "baselines": {"Observed copy (naive baseline)": {"SI": {"f1": 0.6, "nrmse": 0.3}}}}
+    guide = reading_guide(spec, facts)
+    assert "not a floor above the random control" in guide and "no evidence of quality" in guide
+    assert "Observed copy (naive baseline) SI mean F1 .6000 against the random control's .7000" in guide

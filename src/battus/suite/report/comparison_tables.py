@@ -76,6 +76,34 @@ def negative_control(spec: dict, methods: list) -> tuple[str, str] | None:
     return next(((m, v) for m, v in methods if m == "random" and is_control(spec, m, v)), None)
 
 
+def yardstick_note(spec: dict, scores: dict, datasets: list[str], methods: list, variant=lambda m, v: v) -> str:
+    """What the random control and the baselines are for, from how they scored on ``datasets``: on how
+    many each baseline's F1 (HERMES-compatible scorer) falls below the random control's. "" where the
+    experiment runs no random control or no baseline. ``variant`` maps a config variant to the run's."""
+    from ...baselines import BASELINES
+
+    negative = negative_control(spec, [(m, variant(m, v)) for m, v in methods])
+    baselines = [(m, variant(m, v)) for m, v in methods if m in BASELINES and not is_control(spec, m, variant(m, v))]
+    if negative is None or not baselines or not datasets:
+        return ""
+
+    def f1(d: str, m: str, v: str) -> float:
+        return round(float(score_of(scores, d, m, v)["hermes"]["f1"]), 4)
+
+    below = {label_text(method_label(spec, m, v)): sum(f1(d, m, v) < f1(d, *negative) for d in datasets)
+             for m, v in baselines}
+    counts = ", ".join(f"{label} on {k}" for label, k in below.items())
+    text = (f" Measured here, the baselines score below the random control on F1 on {counts} of the "
+            f"{len(datasets)} datasets. The random control is the floor a method's margin is read from. The "
+            "baselines are fixed dating rules with no diffusion model (observed copy: every change as early as "
+            "the observations allow; graph distance: by arc distance to the region not yet reached)")
+    if all(k == len(datasets) for k in below.values()):
+        return text + (": below the floor on every dataset, they show what committing to such a rule costs, "
+                       "not a bar above the control, and beating them is no evidence of quality.")
+    return text + (": where they fall below the control they show what such a rule costs; where above, how "
+                   "much the observations (and the graph) give without a model.")
+
+
 def _mean_over(values: list) -> float:
     values = [x for x in values if not pd.isna(x)]
     return seed_mean(values) if values else np.nan
@@ -250,6 +278,7 @@ def table_canonical_quality(spec: dict, scores: dict, published: pd.DataFrame | 
                  "the others; a control's Rank is the place it would take among them.")
     note += _control_note(facts)
     datasets = exp["si"] + exp["sir"]
+    note += yardstick_note(spec, scores, datasets, exp["methods"])
     records = [score_of(scores, d, m, v) for d in datasets for m, v in exp["methods"]]
     return Table("canonical_quality", canonical_title(spec, datasets, "Reconstruction quality"), panels,
                  pd.concat(tidy, ignore_index=True), note, protocol_text(records))
@@ -383,6 +412,7 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
     if spec.get("controls"):
         note += CONTROLS_NOTE
     datasets = exp["si"] + exp["sir"]
+    note += yardstick_note(spec, scores, datasets, exp["methods"], lambda m, v: spec["ditto_variants"][f"{m}/{v}"])
     title = canonical_title(spec, datasets, "Quality under DITTO's protocol (final frame only)")
     return Table("ditto_protocol", title, panels, tidy_frame(tidy), note,
                  protocol_text(records, conventions=("ditto", "paper"), schedule="final"))
