@@ -208,7 +208,7 @@ def test_a_mean_lead_resting_on_one_dataset_is_shown():
     row = table.panels[0].frame.set_index(["Method", "Against"]).loc[("Battus-Z", "DITTO (published)")]
     assert row["Mean \u0394F1"] > 0 and (row["F1 W"], row["F1 T"], row["F1 L"]) == (1, 0, 2)
     assert row["\u0394F1 w/o one dataset"] == "-.0100 \u2026 .0450"
-    assert "Battus-Z against DITTO on F1" in table.note
+    assert "Battus-Z against DITTO on F1, SI (mean \u0394 .0267, -.0100 without BA-SI)" in table.note
 
 
 def test_ties_between_means_over_seeds_use_their_intervals():
@@ -244,7 +244,7 @@ def test_the_ditto_protocol_note_states_the_baselines_role_from_their_scores():
     rows = {m: {d: (x, 0.2) for d in spec["datasets"]} for m, x in f1.items()}
     scores = _wtl_scores(spec, rows)
     table = report.build_table("ditto_protocol", spec, scores)
-    assert "below the random control on F1 on Observed copy on 4, Graph distance on 4 of the 4 datasets" in table.note
+    assert "the random control's F1 is above Observed copy on 4 and Graph distance on 4 of the 4 datasets" in table.note
     assert "below the floor on every dataset" in table.note and "no evidence of quality" in table.note
     scores["ba-si|graph-distance|final"]["hermes"]["f1"] = 0.75  # above the control on one dataset
     table = report.build_table("ditto_protocol", spec, scores)

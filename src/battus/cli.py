@@ -473,9 +473,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("baseline", help="write a control's or baseline's prediction",
                        description="The yardsticks scored beside every method: truth (positive control; "
                                    "the only one reading the truth), random (negative control: a random "
-                                   "monotone history consistent with the observations), observed-copy "
+                                   "valid history consistent with the observations), observed-copy "
                                    "(states copied back from the observations) and graph-distance "
-                                   "(hitting times from arc distances to the region not yet infected).")
+                                   "(hitting times from arc distances to the region not yet infected). "
+                                   "Every one writes a valid history: S, then I, then R, never S straight "
+                                   "to R unless two observed frames force it.")
     p.add_argument("history", help="history file (graph, model, T, n0, observations; truth for `truth`)")
     p.add_argument("--out", required=True, help="prediction file to write (.h5)")
     p.add_argument("--method", required=True, choices=BASELINES, help="which control or baseline")

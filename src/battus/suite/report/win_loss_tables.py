@@ -118,9 +118,17 @@ def win_loss_panel(spec: dict, scores: dict, published: pd.DataFrame | None, mod
                 aggregate |= {f"{key}_wins": wins, f"{key}_ties": ties, f"{key}_losses": losses,
                               f"mean_{key}_difference": mean, f"mean_{key}_difference_without_one_min": low,
                               f"mean_{key}_difference_without_one_max": high}
-                # the means without one dataset bracket the mean: one reaching zero is a lead one dataset decides
+                # the means without one dataset bracket the mean: one reaching zero is a sign one dataset decides
                 if not pd.isna(low) and round(float(mean), 4) != 0 and low <= 0 <= high:
-                    fragile.append(f"{label_text(a['label'])} against {label_text(b['label'])} on {name}")
+                    kept = [d for d, x, y in zip(datasets, a[key], b[key], strict=True)
+                            if not (pd.isna(x) or pd.isna(y))]
+                    values = np.array([float(x) for x in diffs])
+                    without = (values.sum() - values) / (len(values) - 1)
+                    k = int(np.argmin(without) if float(mean) > 0 else np.argmax(without))
+                    fragile.append(f"{label_text(a['label'])} against {label_text(b['label'])} on {name}, "
+                                   f"{model.upper()} (mean \u0394 {fmt_value(mean, 'metric')}, "
+                                   f"{fmt_value(without[k], 'metric')} without "
+                                   f"{label_text(dataset_label(spec, kept[k]))})")
                 for d, x, y in zip(datasets, a[key], b[key], strict=True):
                     if pd.isna(x) or pd.isna(y):
                         continue
@@ -168,10 +176,10 @@ def table_ditto_win_loss(spec: dict, scores: dict, published: pd.DataFrame | Non
                  f"{fmt_value(tol['nrmse'], 'metric')} NRMSE: how far our rerun of DITTO came from its "
                  "published rows (docs/benchmarks.md).")
     if fragile:
-        note += " Mean leads that one dataset decides (the sign flips or reaches zero without it): " + "; ".join(
-            fragile) + "."
+        note += (" Mean differences whose sign one dataset decides (without it the mean \u0394 reaches zero or "
+                 "changes sign): " + "; ".join(fragile) + ".")
     else:
-        note += " No mean lead changes sign when any one dataset is left out."
+        note += " No mean difference changes sign when any one dataset is left out."
     note += (" Controls are not compared; the baselines are compared as opponents, not as methods under "
              "test.")
     datasets = exp["si"] + exp["sir"]
