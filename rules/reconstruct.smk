@@ -1,12 +1,15 @@
 """Stage 2: one prediction per (dataset, method, variant) -- Battus, a control or baseline, or a
-plug-in -- then all three scorers."""
+plug-in -- and its three scores, in one job: the prediction is scored in the process that made
+it (`battus score` after the method's command), so a run costs one process start, not two, and a
+single ablation still reruns alone."""
 
 
 rule reconstruct:
     input:
         history("{dataset}"),
     output:
-        prediction("{dataset}", "{method}", "{variant}"),
+        prediction=prediction("{dataset}", "{method}", "{variant}"),
+        score=score("{dataset}", "{method}", "{variant}"),
     log:
         f"{OUT}/logs/reconstruct/{{dataset}}/{{method}}/{{variant}}.log",
     benchmark:
@@ -23,27 +26,6 @@ rule reconstruct:
         command=reconstruct_command,
         # every knob, normalised: editing one ablation reruns only its jobs
         options=reconstruct_options,
-    script:
-        "../workflow_scripts/battus_cli.py"
-
-
-rule score:
-    input:
-        history=history("{dataset}"),
-        prediction=prediction("{dataset}", "{method}", "{variant}"),
-    output:
-        score("{dataset}", "{method}", "{variant}"),
-    log:
-        f"{OUT}/logs/score/{{dataset}}/{{method}}/{{variant}}.log",
-    benchmark:
-        f"{OUT}/benchmarks/score/{{dataset}}/{{method}}/{{variant}}.tsv"
-    conda:
-        "../envs/battus.yaml"
-    resources:
-        **cluster_resources(),
-        mem_mb=score_mem_mb,
-    params:
-        command="score",
-        options={"quiet": True},
+        score_options={"quiet": True},
     script:
         "../workflow_scripts/battus_cli.py"

@@ -100,10 +100,9 @@ def test_rerun_one_ablation_after_param_change(tmp_path):
     dry = snakemake(work, "--dry-run", configfile=changed)
     assert re.search(r"params have changed since last execution:\s+reconstruct\b", dry.stdout + dry.stderr)
     plan = planned_outputs(dry)
-    assert plan.pop("reconstruct") == {"results/ba-si/battus-z/sharp/prediction.h5",
-                                       "results/ba-sir/battus-z/sharp/prediction.h5"}
-    assert plan.pop("score") == {"results/ba-si/battus-z/sharp/score.json",
-                                 "results/ba-sir/battus-z/sharp/score.json"}
+    assert plan.pop("reconstruct") == {  # each job scores the prediction it makes
+        "results/ba-si/battus-z/sharp/prediction.h5", "results/ba-si/battus-z/sharp/score.json",
+        "results/ba-sir/battus-z/sharp/prediction.h5", "results/ba-sir/battus-z/sharp/score.json"}
     assert set(plan.pop("table_ablation")) >= {"results/report/tables/ablation.csv"}
     assert plan.pop("scores_csv") == {"results/scores.csv"}  # every score, in one long table
     # the report's first page quotes the run's wall time and the random control's scores
@@ -129,7 +128,7 @@ def test_rerun_one_ablation_after_param_change(tmp_path):
     target = "results/ba-si/battus-z/map/prediction.h5"
     plan = planned_outputs(snakemake(work, "--dry-run", "-R", "reconstruct", "--until", target, target,
                                      configfile=changed))
-    assert plan.get("reconstruct") == {target}
+    assert plan.get("reconstruct") == {target, target.replace("prediction.h5", "score.json")}
 
 
 # ---------------------------------------------------------------------------
@@ -278,8 +277,8 @@ def test_default_config_dry_run(tmp_path):
 
 
 def test_default_run_walks_the_snap_chain(tmp_path):
-    """The example SNAP edge list goes download -> edgelist_graph -> simulate -> reconstruct ->
-    score -> tables; the real Oregon2 file joins only when a mirror is set."""
+    """The example SNAP edge list goes download -> edgelist_graph -> simulate -> reconstruct (and
+    score) -> tables; the real Oregon2 file joins only when a mirror is set."""
     proc = snakemake(tmp_path, "--dry-run", env={"BATTUS_MIRROR": ""})
     plan = planned_outputs(proc)
     assert "resources/downloads/example/edges.txt.gz" in plan["download"]
@@ -287,13 +286,13 @@ def test_default_run_walks_the_snap_chain(tmp_path):
     for model in ("si", "sir"):
         assert f"results/example-{model}/history.h5" in plan["simulate"]
         assert f"results/example-{model}/battus-z/default/prediction.h5" in plan["reconstruct"]
-        assert f"results/example-{model}/battus-z/default/score.json" in plan["score"]
+        assert f"results/example-{model}/battus-z/default/score.json" in plan["reconstruct"]
     assert not any("oregon2" in p for outputs in plan.values() for p in outputs)
     if (SHARED / "snap/oregon2_010526.txt.gz").is_file():
         plan = planned_outputs(snakemake(tmp_path, "--dry-run", env={"BATTUS_MIRROR": str(SHARED)}))
         assert "resources/downloads/snap/oregon2_010526.txt.gz" in plan["download"]
         assert "results/graphs/oregon2.h5" in plan["edgelist_graph"]
-        assert "results/oregon2-sir/battus/default/score.json" in plan["score"]
+        assert "results/oregon2-sir/battus/default/score.json" in plan["reconstruct"]
 
 
 def test_example_edge_list_is_cleaned_by_the_snap_rule(tmp_path):
