@@ -270,6 +270,23 @@ def test_paper_dry_run_offline(tmp_path):
         assert f"results/paper/report/tables/{table}.csv" in out
 
 
+def test_paper_on_standins_dry_run(tmp_path):
+    """config/test/paper-standins.yaml over the paper's config: the same datasets, seeds and tables,
+    the four large SNAP graphs replaced by generated stand-ins (nothing large to download)."""
+    both = [str(ROOT / "config/paper.yaml"), str(ROOT / "config/test/paper-standins.yaml")]
+    proc = snakemake(tmp_path, "--dry-run", "--configfile", *both, env={"BATTUS_MIRROR": ""})
+    plan = planned_outputs(proc)
+    out = proc.stdout + proc.stderr
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
+    assert int(stats["download"]) == 12 and "edgelist_graph" not in stats  # the DITTO exports only
+    assert {f"results/paper-standins/graphs/{g}-like.h5" for g in
+            ("web-stanford", "web-google", "orkut", "livejournal")} <= plan["generate_graph"]
+    assert int(stats["simulate"]) == (8 + 16) * 5  # as the paper's: large SI/SIR + rate robustness
+    for large in ("orkut-sir", "livejournal-si"):
+        assert f"results/paper-standins/{large}/battus/default/score.json" in plan["reconstruct"]
+    assert "results/paper-standins/report/tables/large_results.csv" in out
+
+
 def test_default_config_dry_run(tmp_path):
     proc = snakemake(tmp_path, "--dry-run")
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
