@@ -41,6 +41,17 @@ DATASETS = {  # name: its file under the mirror (docs/benchmarks.md, config/pape
 }
 REAL = ["farmers-si", "pol-si", "covid-sir", "heb-sir"]
 METHODS = {"cri": list(DATASETS), "dhrec": list(DATASETS), "gcn": REAL, "gin": REAL}
+HEADER = """\
+# Measured rows of DITTO's paper's baselines with public code, run from q-rz/KDD23-DITTO through their
+# plug-ins (examples/methods/<method>/run_<method>.py) by benchmarks/upstream_methods.py; docs/benchmarks.md
+# section 5 puts them beside the published rows. One row per (method, dataset, protocol): protocol final =
+# only frame T observed (DITTO's), benchmark = {floor(T/2), T}. The methods read the final frame only, so
+# both protocols give them the same input. f1, nrmse (the paper's convention), nrmse_ditto (DITTO's code):
+# HERMES-compatible scores (final frame pinned); unobserved_*: observed frames dropped;
+# causal_violation_rate: Eq. 8 (events). algorithm_seconds: the script's model_fn (rate fit and method),
+# imports excluded; wall_seconds: the whole battus run-method. status: ok, "time limit" (stopped after
+# time_limit_s, no prediction) or failed.
+"""
 FIELDS = ["method", "dataset", "protocol", "status", "f1", "nrmse", "nrmse_ditto", "unobserved_f1",
           "unobserved_nrmse", "causal_violation_rate", "algorithm_seconds", "wall_seconds", "time_limit_s",
           "upstream_commit", "battus_commit", "machine"]
@@ -135,6 +146,7 @@ def main() -> None:
                 rows.append(row)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w", newline="") as f:
+        f.write(HEADER)
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         writer.writerows(rows)
