@@ -135,7 +135,8 @@ def simulation_graph(wildcards):
 
 def report_inputs(name):
     """The files one table or figure reads, as its registry entry declares them
-    (battus.suite.report.report_reads: their wildcards; the published rows it compares with).
+    (battus.suite.report.report_reads: their wildcards; the published rows it compares with and
+    the upstream methods' measured rows it shows beside them).
     """
     paths = {"scores": score, "histories": history, "predictions": prediction}
     inputs = {
@@ -145,6 +146,9 @@ def report_inputs(name):
     published = REPORT_ITEMS[name].published
     if published:
         inputs["published"] = config["published"][published]
+    measured = REPORT_ITEMS[name].measured
+    if measured:
+        inputs["measured"] = config["published"][measured]
     return inputs
 
 
@@ -168,10 +172,15 @@ def item_spec(item):
 
 def archive_paths():
     """What the archive packs: this configuration's own outputs (not other configs' folders
-    that may live inside `results`), the configs, the published rows and the captions.
+    that may live inside `results`), the configs, the published and measured rows and the captions.
     """
     own = ["graphs", "logs", "benchmarks", "report", "scores.csv", *DATASETS]
-    return [f"{OUT}/{x}" for x in own] + ["config", "data/published", "reports"]
+    return [f"{OUT}/{x}" for x in own] + [
+        "config",
+        "data/published",
+        "data/measured",
+        "reports",
+    ]
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,8 @@ spec, runs = read_item_spec(sm.input.spec)
 inputs = {key: value for key, value in sm.input.items() if key != "spec"}
 if "html" in sm.output.keys():
     data = report.read_inputs(spec, runs, inputs)
-    table = report.build_table(sm.params.name, spec, data.scores, data.histories, data.published)
+    table = report.build_table(sm.params.name, spec, data.scores, data.histories, data.published,
+                               data.measured)
     report.write_table(table, sm.output.csv, sm.output.md, sm.output.tex)
     write_table_html(table, sm.output.html)
     log.info("wrote %s, .md, .tex and .html (%d panels, %d CSV rows)", sm.output.csv, len(table.panels),

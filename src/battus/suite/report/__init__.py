@@ -31,14 +31,23 @@ from .registry import (
     report_runs,
     report_spec,
 )
-from .scores import DITTO_PUBLISHED, SCORES_COLUMNS, load_scores, read_published, scores_long
+from .scores import (
+    DITTO_PUBLISHED,
+    SCORES_COLUMNS,
+    UPSTREAM_MEASURED,
+    load_scores,
+    read_measured,
+    read_published,
+    scores_long,
+)
 from .seeds import SeedStat, merge_seeds, seed_mean, seeded, t975
 from .tables import Panel, Table, bold_mask, fmt_value, label_text, long_rows, table_csv, table_latex, write_table
 
 __all__ = [
-    "DITTO_PUBLISHED", "INPUT_KINDS", "REPORT_ITEMS", "SCORES_COLUMNS", "ItemData", "Panel", "ReportItem", "SeedStat",
+    "DITTO_PUBLISHED", "INPUT_KINDS", "REPORT_ITEMS", "SCORES_COLUMNS", "UPSTREAM_MEASURED", "ItemData", "Panel",
+    "ReportItem", "SeedStat",
     "Table", "bold_mask", "build_table", "fmt_value", "label_text", "load_scores", "long_rows", "make",
-    "merge_seeds", "method_color", "read_inputs", "read_published", "render_figure", "report_datasets",
+    "merge_seeds", "method_color", "read_inputs", "read_measured", "read_published", "render_figure", "report_datasets",
     "report_made", "report_reads", "report_runs", "report_spec", "scores_long", "seed_mean", "seeded", "t975",
     "table_csv", "table_latex", "write_table",
 ]

@@ -10,8 +10,11 @@ import pandas as pd
 from ...score import paper_from_ditto
 from .scores import (
     DITTO_PUBLISHED,
+    UPSTREAM_MEASURED,
+    UPSTREAM_TAG,
     dataset_label,
     is_control,
+    measured_rows,
     method_label,
     protocol_text,
     published_rows,
@@ -110,10 +113,12 @@ def _mean_over(values: list) -> float:
 
 
 def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd.DataFrame | None,
-                    title: str) -> tuple[Panel, pd.DataFrame, dict]:
+                    title: str, measured: pd.DataFrame | None = None) -> tuple[Panel, pd.DataFrame, dict]:
     """One model's panel, its tidy rows and what its notes say (published rows, the control's place).
 
-    Rows: published baselines (tagged, above a rule), then this run's methods, baselines and controls.
+    Rows: published baselines (tagged), then the upstream methods' rows measured under this protocol
+    (``measured``, tagged; never ranked or bold, a mean only over a complete panel), above a rule, then
+    this run's methods, baselines and controls.
     Rank averages the metric columns' ranks over every row but the controls; a control's rank is the
     place it would take among them (they keep theirs). ``ΔF1``/``ΔNRMSE vs random``: the mean over
     datasets of a row's value minus the random control's (seed by seed where there are seeds).
@@ -130,6 +135,18 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
         sources.append("published")
         names.append(name)
     n_published = len(rows)
+    incomplete = []  # upstream rows without a value on some dataset: no mean, no margin
+    for name, values in measured_rows(measured, spec, datasets, "benchmark").items():
+        row = {"Method": name}
+        for d, got in zip(datasets, values, strict=True):
+            row[f"{dataset_label(spec, d)} F1"] = np.nan if got is None else got["f1"]
+            row[f"{dataset_label(spec, d)} NRMSE"] = np.nan if got is None else got["nrmse"]
+        if any(got is None for got in values):
+            incomplete.append(len(rows))
+        rows.append(row)
+        sources.append("upstream")
+        names.append(name)
+    n_external = len(rows)
     for m, v in methods:
         row = {"Method": method_label(spec, m, v)}
         for d in datasets:
@@ -142,16 +159,16 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
     df = panel_frame(rows)
     metric_cols = [(f"{dataset_label(spec, d)} {k}", "max" if k == "F1" else "min")
                    for d in datasets for k in ("F1", "NRMSE")]
-    ranked = np.array([source != "control" for source in sources])
+    ranked = np.array([source not in ("control", "upstream") for source in sources])
     df["Rank"] = rank_columns(df[ranked], metric_cols).reindex(df.index)
-    for i in np.flatnonzero(~ranked):  # where a control would place, the others keeping their ranks
+    for i in np.flatnonzero(np.array(sources) == "control"):  # where a control would place, the others keeping theirs
         with_it = ranked.copy()
         with_it[i] = True
         df.at[df.index[i], "Rank"] = rank_columns(df[with_it], metric_cols).at[df.index[i]]
     for name, kind in (("Mean F1", "max"), ("Mean NRMSE", "min")):
         cols = [c for c, h in metric_cols if h == kind]
-        df[name] = pd.Series([_mean_over(list(row)) for _, row in df[cols].iterrows()], index=df.index,
-                             dtype=object)
+        df[name] = pd.Series([np.nan if i in incomplete else _mean_over(list(row))
+                              for i, (_, row) in enumerate(df[cols].iterrows())], index=df.index, dtype=object)
     negative = negative_control(spec, methods)
     margins = {}
     if negative is not None:
@@ -160,7 +177,7 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
             cols = [f"{dataset_label(spec, d)} {kind}" for d in datasets]
             col = f"\u0394 vs random {kind}"
             margins[kind] = col
-            df[col] = pd.Series([np.nan if sources[i] == "control" else
+            df[col] = pd.Series([np.nan if sources[i] == "control" or i in incomplete else
                                  _mean_over([seed_diff(df.at[i, c], df.at[floor, c]) for c in cols
                                              if not pd.isna(df.at[i, c])])
                                  for i in range(len(df))], index=df.index, dtype=object)
@@ -170,7 +187,7 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
     model = title.split()[0]
     tidy = []
     for (_, row), source, name in zip(df.iterrows(), sources, names, strict=True):
-        ids = {"model": model, "method": name, "source": source}
+        ids = {"model": model, "method": name, "source": "measured_upstream" if source == "upstream" else source}
         for d in datasets:
             f1, nrmse = row[f"{dataset_label(spec, d)} F1"], row[f"{dataset_label(spec, d)} NRMSE"]
             extra = {}
@@ -182,12 +199,16 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
             tidy += long_rows({**ids, "dataset": d, "label": dataset_label(spec, d)},
                               {"f1": f1, "nrmse": nrmse} | extra)
         aggregate = {"mean_f1": row["Mean F1"], "mean_nrmse": row["Mean NRMSE"], "mean_rank": row["Rank"]}
+        if source == "upstream":
+            del aggregate["mean_rank"]
         if margins and source != "control":
             aggregate |= {"mean_f1_minus_random_control": row[margins["F1"]],
                           "mean_nrmse_minus_random_control": row[margins["NRMSE"]]}
         tidy += long_rows({**ids, "dataset": "all", "label": "Mean"}, aggregate)
-    controls = [i for i, source in enumerate(sources) if source == "control"]
-    facts = {"n_published": n_published, "n_ranked": int(ranked.sum()), "model": model}
+    # controls and the upstream rows measured elsewhere: shown for scale, never bold nor compared
+    controls = [i for i, source in enumerate(sources) if source in ("control", "upstream")]
+    facts = {"n_published": n_published, "n_ranked": int(ranked.sum()), "model": model,
+             "upstream": [n for n, source in zip(names, sources, strict=True) if source == "upstream"]}
     from ...baselines import BASELINES
 
     under_test = {method_label(spec, m, v) for m, v in methods if m not in BASELINES}
@@ -206,7 +227,7 @@ def canonical_panel(spec: dict, scores: dict, datasets: list[str], published: pd
                             for c, h in metric_cols if h == "min" and not pd.isna(df.at[i, c])
                             and round(float(df.at[i, c]), 4) > round(float(df.at[floor, c]), 4)],
         }
-    rules = [n_published] if 0 < n_published < len(rows) else []
+    rules = [k for k in dict.fromkeys((n_published, n_external)) if 0 < k < len(rows)]
     return (Panel(title, df, formats, best, skip_best_rows=controls, rules_before=rules), tidy_frame(tidy),
             facts)
 
@@ -249,12 +270,15 @@ def canonical_title(spec: dict, datasets: list[str], what: str) -> str:
     return f"{what} on {named} datasets (not the canonical suite)"
 
 
-def table_canonical_quality(spec: dict, scores: dict, published: pd.DataFrame | None) -> Table:
+def table_canonical_quality(spec: dict, scores: dict, published: pd.DataFrame | None,
+                            measured: pd.DataFrame | None = None) -> Table:
+    """This run's methods beside HERMES's published Table 2 and the upstream methods' rows measured under
+    the same protocol (``measured``, :func:`~battus.suite.report.scores.read_measured`)."""
     exp = spec["experiments"]["canonical"]
     panels, tidy, facts = [], [], []
     for model, title in (("si", "SI datasets"), ("sir", "SIR datasets")):
         if exp[model]:
-            panel, rows, f = canonical_panel(spec, scores, exp[model], published, title)
+            panel, rows, f = canonical_panel(spec, scores, exp[model], published, title, measured)
             panels.append(panel)
             tidy.append(rows)
             facts.append(f)
@@ -273,6 +297,12 @@ def table_canonical_quality(spec: dict, scores: dict, published: pd.DataFrame | 
                      "Battus-Z): a published method's rank here is not the paper's (the paper-vs-measured "
                      "table, paper_comparison, gives both).")
         note += convention_note(spec, scores, published)
+    shown = list(dict.fromkeys(n for f in facts for n in f["upstream"]))
+    if shown:
+        note += upstream_note(shown, "two-snapshot (HERMES's)") + (
+            " The upstream code reads only the final frame, so under this protocol it gets the same input "
+            "as under DITTO's and ignores the frame ⌊T/2⌋: these rows are not a reproduction of "
+            "HERMES's rows of CRI, DHREC, GCN and GIN in the paper's Table 2.")
     if spec.get("controls"):
         note += (" Controls (the truth, a random consistent history) are never bold and take no rank from "
                  "the others; a control's Rank is the place it would take among them.")
@@ -326,7 +356,37 @@ def convention_note(spec: dict, scores: dict, published: pd.DataFrame) -> str:
             f"not stated): " + "; ".join(parts) + "." + verdict)
 
 
-def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | None = None) -> Table:
+def upstream_note(shown: list[str], protocol: str) -> str:
+    """What the rows tagged :data:`UPSTREAM_TAG` are (``shown``: their labels, "" where none is)."""
+    if not shown:
+        return ""
+    names = ", ".join(label.removesuffix(f" {UPSTREAM_TAG}") for label in shown)
+    return (f" Rows tagged {UPSTREAM_TAG} ({names}) were measured by running the unmodified code of "
+            f"q-rz/KDD23-DITTO through its plug-ins (examples/methods) under the {protocol} protocol "
+            f"({UPSTREAM_MEASURED}; docs/benchmarks.md, section 5), not by this run; a cell is empty "
+            "where a dataset was not run or did not finish, and a mean is given only where every dataset of "
+            "the panel has a value. They are never ranked, bold or compared.")
+
+
+def _upstream_row(datasets: list[str], values: list[dict | None], columns: dict[str, str]) -> dict:
+    """One upstream method's cells: ``columns`` maps a column suffix to its score key; NaN where a
+    dataset was not run."""
+    row = {}
+    for d, got in zip(datasets, values, strict=True):
+        for suffix, key in columns.items():
+            row[(d, suffix)] = np.nan if got is None else got[key]
+    return row
+
+
+def _complete_mean(values: list[dict | None], key: str) -> float:
+    """The mean over a panel's datasets, only where every one of them has a value."""
+    if any(v is None or pd.isna(v[key]) for v in values):
+        return np.nan
+    return float(np.mean([v[key] for v in values]))
+
+
+def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | None = None,
+                         measured: pd.DataFrame | None = None) -> Table:
     """The canonical comparison with only the final frame observed (DITTO's protocol), NRMSE under
     DITTO's evaluation code (nrmse_ditto) beside the paper's convention.
 
@@ -334,9 +394,12 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
     panel maps to one of them (``published:`` in the config); they are on DITTO's convention, so their
     paper-convention mean is converted (:func:`battus.score.paper_from_ditto`: SI divided by √2, SIR
     the same) and marked with :data:`CONVERTED_MARK`, which the caption explains.
+
+    ``measured``: the upstream methods' measured rows (:func:`~battus.suite.report.scores.read_measured`),
+    those of the final-frame protocol shown below the published ones, tagged, never ranked or bold.
     """
     exp = spec["experiments"]["ditto_protocol"]
-    panels, tidy, n_published, records = [], [], 0, []
+    panels, tidy, n_published, records, upstream = [], [], 0, [], []
     for model, title in (("si", "SI datasets"), ("sir", "SIR datasets")):
         datasets = exp[model]
         if not datasets:
@@ -362,6 +425,24 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
                               {"mean_f1": row["Mean F1"], "mean_nrmse_ditto_convention": row["Mean NRMSE (DITTO)"],
                                "mean_nrmse_paper_convention_converted": row["Mean NRMSE (paper)"]})
         n_published += len(rows)
+        for name, values in measured_rows(measured, spec, datasets, "final").items():
+            cells = _upstream_row(datasets, values, {"F1": "f1", "NRMSE (DITTO)": "nrmse_ditto"})
+            row = {"Method": name} | {f"{dataset_label(spec, d)} {suffix}": x for (d, suffix), x in cells.items()}
+            row["Mean F1"] = _complete_mean(values, "f1")
+            row["Mean NRMSE (DITTO)"] = _complete_mean(values, "nrmse_ditto")
+            row["Mean NRMSE (paper)"] = _complete_mean(values, "nrmse")
+            rows.append(row)
+            sources.append("upstream")
+            upstream.append(name)
+            ids = {"model": model, "method": name, "source": "measured_upstream", "protocol": "final"}
+            for d, got in zip(datasets, values, strict=True):
+                if got is not None:
+                    tidy += long_rows({**ids, "dataset": d, "label": dataset_label(spec, d)},
+                                      {"f1": got["f1"], "nrmse_ditto_convention": got["nrmse_ditto"],
+                                       "nrmse_paper_convention": got["nrmse"]})
+            tidy += long_rows({**ids, "dataset": "all", "label": "Mean"},
+                              {"mean_f1": row["Mean F1"], "mean_nrmse_ditto_convention": row["Mean NRMSE (DITTO)"],
+                               "mean_nrmse_paper_convention": row["Mean NRMSE (paper)"]})
         for m, v in exp["methods"]:
             variant = spec["ditto_variants"][f"{m}/{v}"]
             row = {"Method": method_label(spec, m, variant)}
@@ -390,11 +471,14 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
             df = df.drop(columns=["Mean F1", "Mean NRMSE (DITTO)"]).rename(columns={"Mean NRMSE (paper)": paper_col})
         formats = {c: "metric" for c in df.columns if c != "Method"}
         best = {c: ("max" if "F1" in c else "min") for c in formats}
-        controls = [i for i, source in enumerate(sources) if source == "control"]
+        # controls and the upstream rows measured elsewhere: shown for scale, never bold nor compared
+        controls = [i for i, source in enumerate(sources) if source in ("control", "upstream")]
         n_pub = sources.count("published")
+        n_ext = n_pub + sources.count("upstream")  # rows not measured by this run, above its own
         marks = {(i, paper_col): CONVERTED_MARK for i, source in enumerate(sources) if source == "published"}
         panels.append(Panel(title, df, formats, best, skip_best_rows=controls,
-                            rules_before=[n_pub] if 0 < n_pub < len(rows) else [], marks=marks,
+                            rules_before=[k for k in dict.fromkeys((n_pub, n_ext)) if 0 < k < len(rows)],
+                            marks=marks,
                             mark_notes={CONVERTED_MARK: CONVERTED_NOTE} if marks else {}))
         records += [score_of(scores, d, m, spec["ditto_variants"][f"{m}/{v}"]) for d in datasets
                     for m, v in exp["methods"]]
@@ -409,6 +493,7 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
     else:
         note += (" DITTO's published rows are over the canonical exports (ref. qiu2023ditto); these datasets "
                  "are not those, so none is shown.")
+    note += upstream_note(list(dict.fromkeys(upstream)), "final-frame (DITTO's)")
     if spec.get("controls"):
         note += CONTROLS_NOTE
     datasets = exp["si"] + exp["sir"]

@@ -35,7 +35,7 @@ from .figures import (
 from .figures_quality import figure_canonical_bars, figure_cv_vs_f1, figure_quality_heatmap, figure_win_loss
 from .figures_time import figure_large_timing, figure_time_vs_size, figure_timing
 from .paper_comparison import table_paper_comparison
-from .scores import history_summary, load_scores, read_published
+from .scores import history_summary, load_scores, read_measured, read_published
 from .sensitivity_tables import (
     table_ablation,
     table_feasibility_sensitivity,
@@ -71,15 +71,17 @@ class ItemData:
     published: pd.DataFrame | None = None
     histories: list[str | Path] = field(default_factory=list)  # history files, in the order of their datasets
     predictions: list[str | Path] = field(default_factory=list)  # prediction files, one per run
+    measured: pd.DataFrame | None = None  # the upstream methods' measured rows (read_measured)
 
 
 def read_inputs(spec: dict, runs: list[Run], inputs: dict) -> ItemData:
     """An item's input files (``inputs``: ``scores``, ``histories``, ``predictions``, ``published``,
-    each present only where the item reads it) as :class:`ItemData`; scores merged over seeds."""
+    ``measured``, each present only where the item reads it) as :class:`ItemData`; scores merged over seeds."""
     published = read_published(inputs["published"]) if "published" in inputs else None
+    measured = read_measured(inputs["measured"]) if "measured" in inputs else None
     scores = load_scores(runs, list(inputs["scores"]), spec.get("replicates")) if "scores" in inputs else {}
     return ItemData(spec, list(runs), scores, published, list(inputs.get("histories", [])),
-                    list(inputs.get("predictions", [])))
+                    list(inputs.get("predictions", [])), measured)
 
 
 def _dataset_statistics(data: ItemData) -> Table:
@@ -101,6 +103,9 @@ class ReportItem:
     build: Callable[[ItemData], Table | Figure]  # the table or figure from its inputs, once read
     inputs: str = "scores"  # one of INPUT_KINDS
     published: str | None = None  # also reads these published rows (a key of config `published:`)
+    # also reads the upstream methods' measured rows (a key of config `published:` too: a committed
+    # file of the workflow, not an output of this run)
+    measured: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("table", "figure"):
@@ -115,16 +120,16 @@ REPORT_ITEMS = {
     "ablation": ReportItem("table", ("ablation",), lambda d: table_ablation(d.spec, d.scores, d.published),
                            published="hermes_table2"),
     "canonical_quality": ReportItem("table", ("canonical",),
-                                    lambda d: table_canonical_quality(d.spec, d.scores, d.published),
-                                    published="hermes_table2"),
+                                    lambda d: table_canonical_quality(d.spec, d.scores, d.published, d.measured),
+                                    published="hermes_table2", measured="upstream_measured"),
     "unobserved_quality": ReportItem("table", ("canonical",), lambda d: table_unobserved_quality(d.spec, d.scores)),
     # the paper's own numbers (data/published/battus_paper_tables.csv) beside this run's
     "paper_comparison": ReportItem("table", ("canonical", "rate_grid"),
                                    lambda d: table_paper_comparison(d.spec, d.scores, d.published),
                                    published="battus_paper_tables"),
     "ditto_protocol": ReportItem("table", ("ditto_protocol",),
-                                 lambda d: table_ditto_protocol(d.spec, d.scores, d.published),
-                                 published="ditto_kdd23"),
+                                 lambda d: table_ditto_protocol(d.spec, d.scores, d.published, d.measured),
+                                 published="ditto_kdd23", measured="upstream_measured"),
     # each method under test against each other, dataset by dataset, ties within the stated uncertainty
     "ditto_win_loss": ReportItem("table", ("ditto_protocol",),
                                  lambda d: table_ditto_win_loss(d.spec, d.scores, d.published),
@@ -254,12 +259,13 @@ def _with_seeds_note(table: Table) -> Table:
 
 
 def build_table(name: str, spec: dict, scores: dict, histories: list[str | Path] | None = None,
-                published: pd.DataFrame | None = None) -> Table:
+                published: pd.DataFrame | None = None, measured: pd.DataFrame | None = None) -> Table:
     """One of the paper's tables from its spec, its scores (as :func:`load_scores` gives them) and,
-    where it reads them, its history files (in the spec's dataset order) and published rows; a note
-    says what ``±`` means."""
+    where it reads them, its history files (in the spec's dataset order), published rows and the
+    upstream methods' measured rows; a note says what ``±`` means."""
     item = _item(name, "table")
-    return _with_seeds_note(item.build(ItemData(spec, [], scores, published, list(histories or []))))
+    return _with_seeds_note(item.build(ItemData(spec, [], scores, published, list(histories or []),
+                                                measured=measured)))
 
 
 def render_figure(name: str, spec: dict, runs: list[Run], inputs: dict) -> Figure:
@@ -271,7 +277,8 @@ def make(name: str, spec: dict, runs: list[Run], inputs: dict, outputs: list) ->
     """Make one table (outputs: CSV, Markdown, LaTeX) or figure (outputs: PNG) from its input files.
 
     ``inputs``: ``scores`` (one file per run, in ``runs`` order), ``histories`` (one per dataset of
-    the spec), ``predictions`` (one per run), ``published`` (the published rows), each present only
+    the spec), ``predictions`` (one per run), ``published`` (the published rows), ``measured`` (the
+    upstream methods' measured rows), each present only
     where the item reads it (:func:`report_reads`). Returns a one-line summary for the log.
     """
     item = _item(name)

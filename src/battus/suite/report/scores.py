@@ -84,6 +84,43 @@ def published_rows(published: pd.DataFrame | None, keys: list[str | None]) -> di
     return rows
 
 
+UPSTREAM_MEASURED = "data/measured/upstream_methods.csv"
+UPSTREAM_TAG = "(measured, upstream code)"
+# the upstream methods' names as DITTO's paper prints them (the file has the plug-ins' names)
+UPSTREAM_NAMES = {"cri": "CRI", "dhrec": "DHREC", "gcn": "GCN", "gin": "GIN"}
+
+
+def read_measured(path: str | Path) -> pd.DataFrame:
+    """Measured rows of the upstream methods (UPSTREAM_MEASURED): one per (method, dataset, protocol);
+    only those that finished (``status`` ok: a run stopped at its time limit has no scores)."""
+    df = read_published(path)
+    df = df[df["status"].astype(str).str.strip() == "ok"].copy()
+    for col in ("nrmse_ditto", "unobserved_f1", "unobserved_nrmse", "causal_violation_rate", "algorithm_seconds"):
+        if col in df:
+            df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
+
+
+def measured_rows(measured: pd.DataFrame | None, spec: dict, datasets: list[str],
+                  protocol: str) -> dict[str, list[dict | None]]:
+    """Each upstream method's measured scores (f1, nrmse, nrmse_ditto) under ``protocol`` on ``datasets``,
+    in order, None where it was not run; labelled ``<NAME> (measured, upstream code)``. Only datasets
+    that are canonical exports (``published:`` in the config) match: the file's dataset names are the
+    canonical configuration's, which another configuration may give to data of its own. Methods with
+    no value on any of ``datasets`` are left out."""
+    if measured is None or not datasets:
+        return {}
+    canonical = [d if spec["datasets"].get(d, {}).get("published") else None for d in datasets]
+    rows = {}
+    for name, grp in measured[measured["protocol"] == protocol].groupby("method", sort=False):
+        by = grp.drop_duplicates("dataset", keep="last").set_index("dataset")
+        values = [None if d is None or d not in by.index else
+                  {k: float(by.at[d, k]) for k in ("f1", "nrmse", "nrmse_ditto")} for d in canonical]
+        if any(v is not None for v in values):
+            rows[f"{UPSTREAM_NAMES.get(str(name), str(name).upper())} {UPSTREAM_TAG}"] = values
+    return rows
+
+
 DITTO_PUBLISHED = "data/published/ditto_kdd23.csv"
 PAPER_TABLES = "data/published/battus_paper_tables.csv"
 
