@@ -291,6 +291,10 @@ def test_default_config_dry_run(tmp_path):
     proc = snakemake(tmp_path, "--dry-run")
     stats = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
     assert int(stats["reconstruct"]) > 50 and int(stats["table_ablation"]) == 1
+    # without --workflow-profile Snakemake reads profiles/default: the greedy scheduler
+    assert "Using workflow specific profile profiles/default" in proc.stdout + proc.stderr
+    for profile in ("default", "local", "slurm"):
+        assert yaml.safe_load((ROOT / f"profiles/{profile}/config.yaml").read_text())["scheduler"] == "greedy"
 
 
 def test_default_run_walks_the_snap_chain(tmp_path):
