@@ -24,8 +24,9 @@ from pathlib import Path
 from unittest import mock
 
 import yaml
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
+from test_fuzz_inputs import budget  # its fixed seed and knobs; no deadline: SECONDS is asserted below
 
 from battus.suite.config import validate_config
 from battus.suite.experiments import ConfigError, Plan
@@ -37,20 +38,6 @@ BASES = {name: yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))
          for name, path in (("default", "config/config.yaml"), ("tiny", "config/test/tiny.yaml"))}
 # one document: validated, planned, every run's options and the report's items (a few ms each)
 SECONDS = 10.0
-
-_RANDOM = os.environ.get("BATTUS_FUZZ_RANDOM", "") not in ("", "0")
-_EXAMPLES = os.environ.get("BATTUS_FUZZ_EXAMPLES")
-
-
-def budget(default: int) -> settings:
-    return settings(
-        max_examples=int(_EXAMPLES) if _EXAMPLES else default,
-        derandomize=not _RANDOM,
-        database=None if not _RANDOM else settings.default.database,
-        deadline=None,  # the bound is SECONDS per document, asserted below, not hypothesis's 200 ms
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-        print_blob=True,
-    )
 
 
 def _keys(node, found: set[str]) -> set[str]:
