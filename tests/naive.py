@@ -344,3 +344,39 @@ def naive_upstream_distance(graph: Graph, targets: np.ndarray, limit: int) -> np
                     seen[v] = seen[u] + 1
                     queue.append(v)
     return dist
+
+
+def naive_chung_lu(n: int, m: int, gamma: float, directed: bool, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``battus.synth.chung_lu``'s graph as (indptr, indices), drawn the obvious way: the same
+    draws from the same stream, ``np.unique`` for duplicates, a full permutation for the surplus,
+    Python sets for both arcs of an undirected edge."""
+    rng = np.random.default_rng(seed)
+    perm_in = np.argsort(rng.random(n))
+    perm_out = np.argsort(rng.random(n)) if directed else perm_in
+    a = 1.0 / (gamma - 1.0)
+
+    def endpoints(count):
+        x = (1.0 + rng.random(count) * ((n + 1.0) ** (1.0 - a) - 1.0)) ** (1.0 / (1.0 - a))
+        return np.clip(x.astype(np.int64) - 1, 0, n - 1)
+
+    target = m if directed else m // 2
+    keys = np.zeros(0, dtype=np.int64)
+    while keys.size < target:
+        draw = int((target - keys.size) * 1.05) + 16
+        dst = perm_in[endpoints(draw)]
+        src = perm_out[endpoints(draw)]
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        if not directed:
+            src, dst = np.minimum(src, dst), np.maximum(src, dst)
+        keys = np.unique(np.concatenate([keys, dst * n + src]))
+    if keys.size > target:
+        drop = np.argsort(rng.random(keys.size))[: keys.size - target]
+        keys = np.delete(keys, drop)
+    arcs = {(int(k // n), int(k % n)) for k in keys}
+    if not directed:
+        arcs |= {(s, d) for d, s in arcs}
+    ordered = sorted(arcs)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount([d for d, _ in ordered], minlength=n), out=indptr[1:])
+    return indptr, np.array([s for _, s in ordered], dtype=np.int32)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from naive import naive_chung_lu
 
 from battus.errors import InputError
 from battus.graph import is_symmetric
@@ -28,6 +29,17 @@ def test_exact_size_and_valid_csr(directed):
     assert g.directed == directed
     if not directed:
         assert is_symmetric(g)
+
+
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize(("n", "m", "gamma", "seed"),
+                         [(300, 4_000, 2.3, 0), (2_000, 30_000, 2.6, 3), (50, 600, 3.5, 9)])
+def test_same_graph_as_the_naive_draw(directed, n, m, gamma, seed):
+    """The sort-based duplicate removal and partial surplus draw give the graph of the plain one."""
+    g = chung_lu(n, m, gamma_in=gamma, directed=directed, seed=seed)
+    indptr, indices = naive_chung_lu(n, m, gamma, directed, seed)
+    np.testing.assert_array_equal(g.indptr, indptr)
+    np.testing.assert_array_equal(g.indices, indices)
 
 
 def test_heavy_tail_and_determinism():

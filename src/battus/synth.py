@@ -60,6 +60,26 @@ def _permutation(xp, rng, n: int):
     return xp.argsort(rng.random(n, dtype=xp.float64)).astype(xp.int64)
 
 
+def _random_subset(xp, rng, n: int, k: int):
+    """The first ``k`` entries of ``_permutation(xp, rng, n)``, as a set, from the same draws.
+
+    A partition instead of a full sort: which ``k`` of the ``n`` uniform draws are smallest is all
+    that is used (the draws are distinct doubles, so the set is the same).
+    """
+    return xp.argpartition(rng.random(n, dtype=xp.float64), k - 1)[:k]
+
+
+def _sorted_unique(xp, keys):
+    """``xp.unique(keys)``: numpy's own took 25 times as long as a sort of the same int64 keys."""
+    keys = xp.sort(keys)
+    if keys.shape[0] < 2:
+        return keys
+    first = xp.empty(keys.shape[0], dtype=bool)
+    first[0] = True
+    xp.not_equal(keys[1:], keys[:-1], out=first[1:])
+    return keys[first]
+
+
 def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None = None,
              directed: bool = True, seed: int = 0, xp=None, name: str = "") -> Graph:
     """A Chung-Lu graph with ``n`` vertices and exactly ``m`` stored arcs.
@@ -99,23 +119,23 @@ def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None =
         src, dst = src[keep], dst[keep]
         if not directed:  # an undirected edge is keyed by (max, min)
             src, dst = xp.minimum(src, dst), xp.maximum(src, dst)
-        fresh = xp.unique(dst * n64 + src)
-        keys = xp.unique(xp.concatenate([keys, fresh])) if keys.shape[0] else fresh
+        fresh = _sorted_unique(xp, dst * n64 + src)
+        keys = _sorted_unique(xp, xp.concatenate([keys, fresh])) if keys.shape[0] else fresh
     else:
         raise InputError("synth", "m", "could not draw enough distinct arcs (graph too dense)")
     if keys.shape[0] > target:  # drop a random surplus, keep the sort order
-        drop = _permutation(xp, rng, int(keys.shape[0]))[: int(keys.shape[0]) - target]
+        drop = _random_subset(xp, rng, int(keys.shape[0]), int(keys.shape[0]) - target)
         mask = xp.ones(keys.shape[0], dtype=bool)
         mask[drop] = False
         keys = keys[mask]
     dst = keys // n64
     src = keys - dst * n64
     del keys
-    if not directed:
-        dst, src = xp.concatenate([dst, src]), xp.concatenate([src, dst])
-        order = xp.argsort(dst * n64 + src)
-        dst, src = dst[order], src[order]
-        del order
+    if not directed:  # both arcs of every edge, in (dst, src) order: the keys are distinct
+        keys = xp.sort(xp.concatenate([dst * n64 + src, src * n64 + dst]))
+        dst = keys // n64
+        src = keys - dst * n64
+        del keys
     counts = xp.bincount(dst, minlength=n)
     indptr = xp.zeros(n + 1, dtype=xp.int64)
     xp.cumsum(counts, out=indptr[1:])
