@@ -380,3 +380,57 @@ def naive_chung_lu(n: int, m: int, gamma: float, directed: bool, seed: int) -> t
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount([d for d, _ in ordered], minlength=n), out=indptr[1:])
     return indptr, np.array([s for _, s in ordered], dtype=np.int32)
+
+
+def naive_macro_f1(truth: np.ndarray, pred: np.ndarray) -> float:
+    """Macro-F1 over the classes present in truth or prediction (zero division -> 0)."""
+    truth, pred = np.asarray(truth).ravel(), np.asarray(pred).ravel()
+    scores = []
+    for c in np.union1d(np.unique(truth), np.unique(pred)):
+        tp = np.count_nonzero((truth == c) & (pred == c))
+        fp = np.count_nonzero((truth != c) & (pred == c))
+        fn = np.count_nonzero((truth == c) & (pred != c))
+        denom = 2 * tp + fp + fn
+        scores.append(2 * tp / denom if denom else 0.0)
+    return float(np.mean(scores)) if scores else 0.0
+
+
+def naive_nrmse(truth: np.ndarray, pred: np.ndarray, model: str, frames: np.ndarray, convention: str) -> float:
+    """``battus.score.nrmse``: hitting times by argmax over the selected frames."""
+    T = truth.shape[0] - 1
+
+    def hit(states, level):
+        sub = states[frames] == level
+        return np.where(sub.any(axis=0), frames[np.argmax(sub, axis=0)], T + 1).astype(np.float64)
+
+    mse_i = np.mean((hit(truth, 1) - hit(pred, 1)) ** 2)
+    if model != "sir":
+        return float(np.sqrt(mse_i / (2.0 if convention == "paper" else 1.0)) / (T + 1))
+    mse_r = np.mean((hit(truth, 2) - hit(pred, 2)) ** 2)
+    return float(np.sqrt((mse_i + mse_r) / 2.0) / (T + 1))
+
+
+def naive_frame_scores(truth: np.ndarray, pred: np.ndarray, model: str, frames: np.ndarray,
+                       final_from_truth: bool) -> dict:
+    """``battus.score.hermes_score`` (all frames, final frame from the truth) and
+    ``unobserved_score`` (the unobserved frames as they are)."""
+    if final_from_truth:
+        pred = pred.copy()
+        pred[-1] = truth[-1]
+    return {"f1": naive_macro_f1(truth[frames].T, pred[frames].T),
+            "nrmse": naive_nrmse(truth, pred, model, frames, "paper"),
+            "nrmse_ditto": naive_nrmse(truth, pred, model, frames, "ditto")}
+
+
+def naive_causal_violations(graph: Graph, states: np.ndarray) -> tuple[int, int]:
+    """(violations, events) of Eq. 8, one vertex at a time."""
+    T1 = states.shape[0]
+    violations = events = 0
+    for v in range(graph.n):
+        onset = next((t for t in range(T1) if states[t, v] != 0), T1)
+        if onset in (0, T1):
+            continue
+        events += 1
+        sources = graph.indices[graph.indptr[v]:graph.indptr[v + 1]]
+        violations += not np.any(states[onset - 1, sources] == 1)
+    return violations, events

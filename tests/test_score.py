@@ -1,12 +1,15 @@
-"""The scorers' two NRMSE conventions: the paper's and DITTO's evaluation code."""
+"""The scorers: equal to their naive definitions, and the two NRMSE conventions (the paper's and
+DITTO's evaluation code)."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from naive import naive_ditto_nrmse
+from naive import naive_causal_violations, naive_ditto_nrmse, naive_frame_scores
 
-from battus.score import hermes_score, nrmse, unobserved_score
+from battus.graph import from_arcs
+from battus.kernels import score_cpu
+from battus.score import causal_violations, hermes_score, nrmse, unobserved_score
 
 
 def monotone_history(rng: np.random.Generator, T: int, n: int, model: str) -> np.ndarray:
@@ -28,6 +31,47 @@ def test_ditto_convention_matches_dittos_formula(seed, T, n, model):
         assert score["nrmse_ditto"] == pytest.approx(np.sqrt(2) * score["nrmse"], rel=1e-12, abs=1e-15)
     else:
         assert score["nrmse_ditto"] == score["nrmse"]
+
+
+def any_history(rng: np.random.Generator, T: int, n: int, model: str) -> np.ndarray:
+    """States drawn cell by cell (a plug-in's prediction need not be monotone)."""
+    return rng.integers(0, 3 if model == "sir" else 2, size=(T + 1, n), dtype=np.uint8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), T=st.integers(0, 12), n=st.integers(1, 40), model=st.sampled_from(["si", "sir"]),
+       monotone=st.booleans(), observed=st.sets(st.integers(0, 12), max_size=4))
+def test_scores_equal_their_naive_definitions(seed, T, n, model, monotone, observed):
+    """The same floats as the plain numpy definitions: F1, both NRMSEs, HERMES and unobserved-only."""
+    rng = np.random.default_rng(seed)
+    draw = monotone_history if monotone else any_history
+    truth, pred = draw(rng, T, n, model), draw(rng, T, n, model)
+    assert hermes_score(truth, pred, model) == naive_frame_scores(truth, pred, model, np.arange(T + 1), True)
+    times = np.array(sorted(t for t in observed if t <= T), dtype=np.int64)
+    keep = np.setdiff1d(np.arange(T + 1), times)
+    got = unobserved_score(truth, pred, model, times)
+    assert got == (naive_frame_scores(truth, pred, model, keep, False) if keep.size else
+                   {"f1": None, "nrmse": None, "nrmse_ditto": None})
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), T=st.integers(0, 8), n=st.integers(1, 30), arcs=st.integers(0, 120),
+       monotone=st.booleans())
+def test_causal_violations_equal_the_naive_count(seed, T, n, arcs, monotone):
+    rng = np.random.default_rng(seed)
+    graph = from_arcs(rng.integers(0, n, arcs), rng.integers(0, n, arcs), directed=True, n=n)
+    states = (monotone_history if monotone else any_history)(rng, T, n, "sir")
+    assert causal_violations(graph, states) == naive_causal_violations(graph, states)
+
+
+def test_kernels_span_several_vertex_blocks():
+    """Histories wider than one block of the kernels (counts summed over blocks and threads)."""
+    rng = np.random.default_rng(11)
+    n = 2 * score_cpu._BLOCK + 77
+    truth, pred = monotone_history(rng, 6, n, "sir"), any_history(rng, 6, n, "sir")
+    assert hermes_score(truth, pred, "sir") == naive_frame_scores(truth, pred, "sir", np.arange(7), True)
+    graph = from_arcs(rng.integers(0, n, 5 * n), rng.integers(0, n, 5 * n), directed=True, n=n)
+    assert causal_violations(graph, truth) == naive_causal_violations(graph, truth)
 
 
 def test_unobserved_scores_carry_both_conventions():
