@@ -328,3 +328,18 @@ def test_workflow_jobs_run_battus_with_devices(tmp_path):
     fixed = (logs / "battus-z/default.log").read_text().splitlines()
     assert "--devices 0 " in fixed[0] + " " and "--devices 0,1" not in fixed[0], fixed[0]
     assert (work / targets[1]).exists()
+
+
+def test_auto_without_a_driver_never_imports_numba_cuda(tmp_path):
+    """On a machine without a CUDA driver, --backend auto picks the CPU without importing
+    Numba-CUDA (0.4 s of every run); with NUMBA_CUDA_DRIVER set, Numba is asked as before."""
+    import subprocess
+
+    probe = ("import sys; from battus import backends; backends._DRIVER_NAMES = ('/nonexistent/libcuda.so',); "
+             "print(backends.cuda_available(), backends.get_backend('auto').name, 'numba.cuda' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "NUMBA_CUDA_DRIVER")}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "cpu", "False"]
+    env["NUMBA_CUDA_DRIVER"] = str(tmp_path / "libcuda.so")  # named, missing: Numba says no device
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "cpu", "True"]
