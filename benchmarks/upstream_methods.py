@@ -7,7 +7,7 @@ For each (method, dataset, protocol) it runs, one at a time,
 
     battus run-method HISTORIES/<dataset>.h5 --schedule <benchmark|final> --name <m> --seed 123456789
         --time-limit LIMIT --command "PYTHON examples/methods/<m>/run_<m>.py --upstream-home HOME
-        --seed {seed} {history} {out}"
+        --device DEVICE --seed {seed} {history} {out}"
 
 then ``battus score``, and writes one CSV row per run (scores, the method's own time, wall time, or
 the reason there is none: the time limit, a failure). Runs whose prediction and score are already
@@ -84,7 +84,8 @@ def run_one(args, method: str, dataset: str, protocol: str) -> dict:
     if status_file.exists():  # done before: its own record
         return json.loads(status_file.read_text())
     wrapper = ROOT / f"examples/methods/{method}/run_{method}.py"
-    command = f"{args.python} {wrapper} --upstream-home {args.upstream_home} --seed {{seed}} {{history}} {{out}}"
+    command = (f"{args.python} {wrapper} --upstream-home {args.upstream_home} --device {args.device} "
+               "--seed {seed} {history} {out}")
     started = time.perf_counter()
     env = dict(os.environ, TQDM_DISABLE="") if args.progress else None  # the upstream's progress bars, in the log
     with open(log, "w") as f:
@@ -122,6 +123,7 @@ def main() -> None:
     ap.add_argument("--datasets", default=None, help="comma-separated subset (default: each method's own)")
     ap.add_argument("--time-limit", type=int, default=3600, help="seconds per run (default 3600)")
     ap.add_argument("--machine", default=f"{platform.machine()} {platform.processor() or ''}".strip())
+    ap.add_argument("--device", default="cpu", help="PyTorch's device for the wrappers (default: cpu)")
     ap.add_argument("--progress", action="store_true", help="keep the upstream's progress bars (in WORK/*.log)")
     ap.add_argument("--collect-only", action="store_true", help="write the CSV from runs done, run nothing")
     args = ap.parse_args()
