@@ -92,18 +92,18 @@ def largest_weak_component(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarr
     return labels == int(np.argmax(sizes))
 
 
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """``np.unique`` of a 1-D integer array by sort and compare.
+def sorted_unique(values: np.ndarray, xp=np) -> np.ndarray:
+    """``xp.unique`` of a 1-D integer array by sort and compare (``xp``: numpy or cupy).
 
     numpy 2.x's ``np.unique`` goes through a hash table that is two orders of
     magnitude slower than sorting for tens of millions of int64 keys.
     """
-    values = np.sort(values)
+    values = xp.sort(values)
     if values.shape[0] < 2:
         return values
-    keep = np.empty(values.shape[0], dtype=bool)
+    keep = xp.empty(values.shape[0], dtype=bool)
     keep[0] = True
-    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    xp.not_equal(values[1:], values[:-1], out=keep[1:])
     return values[keep]
 
 
@@ -165,7 +165,7 @@ def from_arcs(
         node_ids = node_ids[mask]
         n = int(mask.sum())
     # Sort by (dst, src) and drop duplicates: rows of the in-CSR come out sorted.
-    key = _sorted_unique(dst * np.int64(max(n, 1)) + src)
+    key = sorted_unique(dst * np.int64(max(n, 1)) + src)
     dst_sorted = key // max(n, 1)
     src_sorted = key - dst_sorted * max(n, 1)
     indptr = np.zeros(n + 1, dtype=np.int64)
@@ -319,7 +319,7 @@ def graph_from_raw_arcs(
         key <<= bits
         key |= np.minimum(s, d)
     del s, d
-    key = _sorted_unique(key)
+    key = sorted_unique(key)
     duplicates = lines - self_loops - int(key.shape[0])
     d = key >> bits
     key &= low

@@ -69,17 +69,6 @@ def _random_subset(xp, rng, n: int, k: int):
     return xp.argpartition(rng.random(n, dtype=xp.float64), k - 1)[:k]
 
 
-def _sorted_unique(xp, keys):
-    """``xp.unique(keys)``: numpy's own took 25 times as long as a sort of the same int64 keys."""
-    keys = xp.sort(keys)
-    if keys.shape[0] < 2:
-        return keys
-    first = xp.empty(keys.shape[0], dtype=bool)
-    first[0] = True
-    xp.not_equal(keys[1:], keys[:-1], out=first[1:])
-    return keys[first]
-
-
 def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None = None,
              directed: bool = True, seed: int = 0, xp=None, name: str = "") -> Graph:
     """A Chung-Lu graph with ``n`` vertices and exactly ``m`` stored arcs.
@@ -102,6 +91,9 @@ def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None =
         if g is not None and g <= 1.0:
             raise InputError("synth", key, f"power-law exponent must exceed 1, got {g}")
     gamma_out = gamma_in if gamma_out is None else gamma_out
+    # numba-free import of the presets above (the workflow reads them at parse time): graph here
+    from .graph import Graph, sorted_unique
+
     rng = xp.random.default_rng(seed)  # numpy and cupy streams differ for one seed
     perm_in = _permutation(xp, rng, n)
     perm_out = _permutation(xp, rng, n) if directed else perm_in
@@ -119,8 +111,8 @@ def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None =
         src, dst = src[keep], dst[keep]
         if not directed:  # an undirected edge is keyed by (max, min)
             src, dst = xp.minimum(src, dst), xp.maximum(src, dst)
-        fresh = _sorted_unique(xp, dst * n64 + src)
-        keys = _sorted_unique(xp, xp.concatenate([keys, fresh])) if keys.shape[0] else fresh
+        fresh = sorted_unique(dst * n64 + src, xp)
+        keys = sorted_unique(xp.concatenate([keys, fresh]), xp) if keys.shape[0] else fresh
     else:
         raise InputError("synth", "m", "could not draw enough distinct arcs (graph too dense)")
     if keys.shape[0] > target:  # drop a random surplus, keep the sort order
@@ -142,8 +134,6 @@ def chung_lu(n: int, m: int, *, gamma_in: float = 2.3, gamma_out: float | None =
     indices = src.astype(xp.int32)
     if xp is not np:
         indptr, indices = indptr.get(), indices.get()
-    from .graph import Graph  # numba-free import of the presets (the workflow reads them at parse time)
-
     return Graph(
         indptr=np.ascontiguousarray(indptr),
         indices=np.ascontiguousarray(indices),
