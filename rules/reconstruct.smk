@@ -1,7 +1,7 @@
 """Stage 2: one prediction per (dataset, method, variant) -- Battus, a control or baseline, or a
-plug-in -- and its three scores, in one job: the prediction is scored in the process that made
-it (`battus score` after the method's command), so a run costs one process start, not two, and a
-single ablation still reruns alone."""
+plug-in -- and its three scores, in one job: the command scores the prediction it made (`--score`),
+so a run costs one process start and one read of its history, not two, and a single ablation still
+reruns alone."""
 
 
 rule reconstruct:
@@ -26,6 +26,5 @@ rule reconstruct:
         command=reconstruct_command,
         # every knob, normalised: editing one ablation reruns only its jobs
         options=reconstruct_options,
-        score_options={"quiet": True},
     script:
         "../workflow_scripts/battus_cli.py"

@@ -64,3 +64,67 @@ def test_fletcher32_odd_lengths_and_blocks(size):
         s2 = (s2 + s1) % 65535
     got = fletcher32(data)
     assert (got & 0xFFFF) % 65535 == s1 and (got >> 16) % 65535 == s2
+
+
+@pytest.mark.parametrize("kind", sorted(ARRAYS))
+def test_read_chunked_gives_what_hdf5_reads(tmp_path, kind):
+    """Every chunk checked and inflated in parallel: the same values as HDF5's own read, for the
+    compressed layout and for Fletcher-32 alone (how graph arrays are stored), edge chunks included."""
+    from battus.chunked import read_chunked
+
+    data = ARRAYS[kind](np.random.default_rng(8))
+    with h5py.File(tmp_path / "x.h5", "w") as fh:
+        write_compressed(fh, "packed", data)
+        fh.create_dataset("checked", data=data, chunks=True, fletcher32=True)
+    with h5py.File(tmp_path / "x.h5") as fh:
+        for name in ("packed", "checked"):
+            got = read_chunked(fh[name])
+            assert got is not None and got.dtype == data.dtype, name
+            np.testing.assert_array_equal(got, data)
+
+
+def test_read_chunked_leaves_other_layouts_and_bad_chunks_to_hdf5(tmp_path):
+    from battus.chunked import read_chunked
+
+    data = np.arange(300_000, dtype=np.int64)
+    path = tmp_path / "x.h5"
+    with h5py.File(path, "w") as fh:
+        fh.create_dataset("gzip_only", data=data, chunks=(50_000,), compression="gzip")
+        fh.create_dataset("contiguous", data=data)
+        fh.create_dataset("big_endian", data=data.astype(">i8"), chunks=(50_000,), fletcher32=True)
+        part = fh.create_dataset("unwritten", shape=data.shape, dtype=data.dtype, chunks=(50_000,), fletcher32=True)
+        part[:100] = 1  # one chunk stored, five left to the fill value
+        for name, flip in (("bad_checksum", -1), ("bad_body", 10)):
+            dset = write_compressed(fh, name, data)
+            payload = bytearray(dset.id.read_direct_chunk((0,))[1])
+            payload[flip] ^= 0xFF
+            dset.id.write_direct_chunk((0,), bytes(payload))
+    with h5py.File(path) as fh:
+        for name in ("gzip_only", "contiguous", "big_endian", "unwritten", "bad_checksum", "bad_body"):
+            assert read_chunked(fh[name]) is None, name
+        with pytest.raises(OSError):  # HDF5 then refuses the damaged chunk itself
+            fh["bad_body"][...]
+
+
+def test_a_damaged_chunk_of_a_history_is_one_line(tmp_path):
+    from battus.errors import InputError
+    from battus.graph import from_arcs
+    from battus.io import read_history, write_history
+    from battus.problem import Problem, observe
+    from battus.simulate import simulate
+
+    rng = np.random.default_rng(3)
+    n = 40_000
+    graph = from_arcs(rng.integers(0, n, 4 * n), rng.integers(0, n, 4 * n), directed=False, n=n)
+    truth = simulate(graph, "sir", 6, 50, 0.3, 0.2, seed=2)
+    path = tmp_path / "h.h5"
+    write_history(path, Problem(graph, "sir", 6, 50, observe(truth, np.array([3, 6])), truth, name="h"))
+    assert np.array_equal(read_history(path).truth, truth)
+    with h5py.File(path, "r+") as fh:
+        dset = fh["graph/indices"]
+        assert dset.fletcher32 and dset.compression is None
+        payload = bytearray(dset.id.read_direct_chunk((0,))[1])
+        payload[100] ^= 0x01
+        dset.id.write_direct_chunk((0,), bytes(payload))
+    with pytest.raises(InputError, match="graph/indices"):
+        read_history(path)

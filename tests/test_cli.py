@@ -327,3 +327,69 @@ def test_rates_under_which_the_observations_are_impossible_are_refused(tmp_path,
     error = fails_cleanly(capsys, ["reconstruct", str(history), "--method", "battus-z", "--beta-r", "0",
                                    "--posteriors", "--out", str(out), "--quiet"], out, "rates")
     assert "--beta-i/--beta-r" in error
+
+
+FORWARD_FILL = Path(__file__).resolve().parent.parent / "examples/methods/forward_fill.py"
+
+
+@pytest.mark.parametrize("command", [
+    ["reconstruct", "--method", "battus-z", "--backend", "cpu", "--posteriors"],
+    ["reconstruct", "--method", "battus", "--backend", "cpu", "--causal", "--grid-points", "5",
+     "--refine-rounds", "1"],
+    ["reconstruct", "--method", "battus-z", "--backend", "cpu", "--schedule", "final"],
+    ["baseline", "--method", "random", "--seed", "3"],
+    ["baseline", "--method", "truth"],
+    ["run-method", "--name", "forward-fill", "--command", f"{sys.executable} {FORWARD_FILL} {{history}} {{out}}"],
+], ids=["battus-z-posteriors", "battus-c-fitted", "final-schedule", "random", "truth", "plug-in"])
+def test_score_in_the_same_run_equals_battus_score(tmp_path, history, command):
+    """--score scores the prediction as written, in the run that wrote it: the same JSON as
+    `battus score` on the file, and the prediction file the same as without --score."""
+    import json
+
+    pred, scores, again = tmp_path / "pred.h5", tmp_path / "scores.json", tmp_path / "again.json"
+    name, *options = command
+    assert main([name, str(history), "--out", str(pred), "--score", str(scores), "--quiet", *options]) == 0
+    assert main(["score", str(history), str(pred), "--out", str(again), "--quiet"]) == 0
+    assert json.loads(scores.read_text()) == json.loads(again.read_text())
+    alone = tmp_path / "alone.h5"
+    assert main([name, str(history), "--out", str(alone), "--quiet", *options]) == 0
+    np.testing.assert_array_equal(read_prediction(alone)["states"], read_prediction(pred)["states"])
+
+
+def test_write_prediction_returns_what_read_prediction_reads(tmp_path, history):
+    from battus.io import write_prediction
+    from battus.options import method_options
+    from battus.pipeline import reconstruct
+
+    problem = read_history(history)
+    recon = reconstruct(problem, method_options("battus-z"), keep_posteriors=True)
+    recon.extras.update({"flag": True, "count": np.int64(7), "ratio": np.float32(0.25), "note": "text",
+                         "listed": [1, 2], "nan": float("nan")})
+    pred = tmp_path / "pred.h5"
+    written = write_prediction(pred, recon, problem, history, extra={"observed_times": [4, 8]})
+    read = read_prediction(pred)
+    assert written.keys() == read.keys()
+    for key, value in read.items():
+        if isinstance(value, np.ndarray):
+            assert written[key].dtype == value.dtype and np.array_equal(written[key], value), key
+        elif isinstance(value, float) and np.isnan(value):
+            assert np.isnan(written[key]), key
+        else:
+            assert type(written[key]) is type(value) and written[key] == value, key
+
+
+def test_score_option_refusals(tmp_path, history, capsys):
+    problem = read_history(history)
+    no_truth = tmp_path / "obs-only.h5"
+    write_history(no_truth, Problem(problem.graph, problem.model, problem.T, problem.n0, problem.observations,
+                                    None, "x"))
+    pred, scores = tmp_path / "pred.h5", tmp_path / "scores.json"
+    base = ["reconstruct", "--method", "battus-z", "--backend", "cpu"]
+    fails_cleanly(capsys, [base[0], str(no_truth), "--out", str(pred), "--score", str(scores), *base[1:]], pred,
+                  "truth")
+    assert not scores.exists()
+    fails_cleanly(capsys, [base[0], str(history), "--out", str(pred), "--score", str(pred), *base[1:]], pred,
+                  "--score")
+    err = fails_cleanly(capsys, ["baseline", str(history), "--out", str(pred), "--score", str(history), "--method",
+                                 "random"], pred, "--score")
+    assert "inputs are never overwritten" in err

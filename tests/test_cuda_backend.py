@@ -205,7 +205,7 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
     problem = _problem(graph, model, n_snapshots)
     pieces = segment_pieces(problem.observations.index(problem.T), 2)
     assert len(pieces) == (2 if spread_by == "frames" else 1)
-    settings = FitSettings(grid_points=9, refine_points=3, refine_rounds=1, chunk=16)  # 81 candidates: spread
+    settings = FitSettings(grid_points=6, refine_points=3, refine_rounds=1, chunk=16)  # 36 candidates: spread
     one = CUDABackend(small_bins())
     two = CUDABackend(small_bins(), devices=(0, 0))
     try:
@@ -213,7 +213,7 @@ def test_fit_spread_over_two_devices_is_identical(graph, n_snapshots, spread_by,
         assert len(two.pool.workers) == 1 and "fit over CUDA devices 0, 0" in two.device
         prep_one, prep_two = one.prepare(problem), two.prepare(problem)
         assert prep_two.worker_key is not None
-        count = 4 * WARP + 9  # 5 groups, spread 3 + 2 (the last one part-filled)
+        count = 2 * WARP + 5  # 3 groups, spread 2 + 1 (the last one part-filled)
         beta_i = np.linspace(0.01, 0.5, count)
         beta_r = np.linspace(0.3, 0.02, count)
         for mode, n in (("float32", count), ("narrow64", count), ("float32", WARP), ("narrow64", POLISH),

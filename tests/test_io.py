@@ -106,3 +106,36 @@ def test_deterministic_reconstruction(tmp_path):
     b = reconstruct(problem, method_options("battus", fit_settings=__import__("battus.fit").fit.FitSettings(
         grid_points=6, refine_rounds=2)), backend="cpu")
     assert np.array_equal(a.states, b.states) and a.beta_i == b.beta_i and a.beta_r == b.beta_r
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
+def test_the_probe_waits_for_its_child_or_its_deadline(monkeypatch, pidfd):
+    """The wait behind the forked HDF5 probe: an ending child's status as soon as it ends (a crash
+    as a signal), a child past the deadline as None (then killed by the caller)."""
+    import os
+    import signal
+    import time
+
+    from battus.hdf5_probe import wait_for
+
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork on this platform")
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+
+    def child(action) -> int:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            action()
+            os._exit(0)
+        return pid
+
+    started = time.monotonic()
+    status = wait_for(child(lambda: time.sleep(0.05)), 10)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and time.monotonic() - started < 5
+    status = wait_for(child(lambda: os.kill(os.getpid(), signal.SIGSEGV)), 10)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV
+    slow = child(lambda: time.sleep(30))
+    assert wait_for(slow, 0.2) is None
+    os.kill(slow, signal.SIGKILL)
+    os.waitpid(slow, 0)

@@ -15,8 +15,8 @@ the terminal: when it names one of the job's inputs (a truncated history a
 killed copy left with its old modification time, which Snakemake does not
 notice), the line says how to remake that input. A bug's traceback goes to the
 end of the log only (and to the terminal under BATTUS_DEBUG=1). When the rule has a `score` output (the
-reconstruct rule), `battus score` then scores the prediction against the job's history in the same
-process, its command and output in the same log.
+reconstruct rule), the command scores its prediction against the job's history itself (`--score`): the
+history is read once, and the prediction is scored as written, without reading it back.
 """
 
 import contextlib
@@ -86,33 +86,29 @@ if sm.params.command == "run-method":
     # the partition's CPUs per node on SLURM (battus.suite.cluster), as Numba's are above
     options["threads"] = sm.threads
 out = str(sm.output[0])
-commands = [[sm.params.command, *inputs, "--out", out, *cli_arguments(options)]]
-if "score" in sm.output.keys():  # the reconstruct rule scores its prediction in the same process
-    commands.append(["score", inputs[0], out, "--out", str(sm.output.score),
-                     *cli_arguments(dict(sm.params.score_options))])
-open(sm.log[0], "w").close()  # this attempt's log only; each command appends its lines
-for argv in commands:
-    crash = None
-    with open(sm.log[0], "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        print(shlex.join(["battus", *argv]), flush=True)
-        try:
-            status = main(argv)
-        except BaseException as exc:  # a bug, or KeyboardInterrupt from SIGTERM: one line, traceback last
-            crash = exc
-            print(f"battus {argv[0]}: {type(exc).__name__}: {exc}", flush=True)
-            traceback.print_exc()
-    if crash is not None:
-        if debugging():
-            traceback.print_exception(crash)
-        sys.exit(f"battus {argv[0]} failed: {type(crash).__name__}: {crash} "
-                 f"(traceback at the end of {sm.log[0]})")
-    if status:
-        error = last_error(sm.log[0])
-        if error is None:
-            sys.exit(f"battus {argv[0]} failed with status {status}: see {sm.log[0]}")
-        hinted = with_recovery_hint(error, inputs)
-        if hinted != error:
-            with open(sm.log[0], "a") as log:
-                print(hinted, file=log)
-        print(hinted, file=sys.stderr)
-        sys.exit(status)
+if "score" in sm.output.keys():  # the reconstruct rule: the prediction scored by the process that made it
+    options["score"] = str(sm.output.score)
+argv = [sm.params.command, *inputs, "--out", out, *cli_arguments(options)]
+crash = None
+with open(sm.log[0], "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+    print(shlex.join(["battus", *argv]), flush=True)
+    try:
+        status = main(argv)
+    except BaseException as exc:  # a bug, or KeyboardInterrupt from SIGTERM: one line, traceback last
+        crash = exc
+        print(f"battus {argv[0]}: {type(exc).__name__}: {exc}", flush=True)
+        traceback.print_exc()
+if crash is not None:
+    if debugging():
+        traceback.print_exception(crash)
+    sys.exit(f"battus {argv[0]} failed: {type(crash).__name__}: {crash} (traceback at the end of {sm.log[0]})")
+if status:
+    error = last_error(sm.log[0])
+    if error is None:
+        sys.exit(f"battus {argv[0]} failed with status {status}: see {sm.log[0]}")
+    hinted = with_recovery_hint(error, inputs)
+    if hinted != error:
+        with open(sm.log[0], "a") as log:
+            print(hinted, file=log)
+    print(hinted, file=sys.stderr)
+    sys.exit(status)

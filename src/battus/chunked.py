@@ -1,11 +1,14 @@
-"""A large compressed HDF5 array written with its chunks compressed on every core.
+"""Large chunked HDF5 arrays written and read with their chunks filtered on every core.
 
 HDF5 runs a dataset's filters (shuffle, deflate, Fletcher-32) one chunk after another on the
 calling thread, so writing a large prediction spent seconds compressing on one core while the
-others idled. Here each chunk goes through the same filter pipeline in a thread pool (zlib and the
-checksum release the GIL) and is stored with ``write_direct_chunk``: the dataset, its filters and
-its chunk shape are what ``create_dataset(..., compression="gzip", shuffle=True, fletcher32=True)``
-declares, so any HDF5 reader decompresses and verifies it as before.
+others idled, and reading a large history as long checking and inflating it. Here each chunk goes
+through the same filter pipeline in a thread pool (zlib and the checksum release the GIL) and is
+stored with ``write_direct_chunk``: the dataset, its filters and its chunk shape are what
+``create_dataset(..., compression="gzip", shuffle=True, fletcher32=True)`` declares, so any HDF5
+reader decompresses and verifies it as before. :func:`read_chunked` is the way back for the two
+layouts this package writes (that one, and Fletcher-32 alone); any other layout, and any chunk that
+does not check out, is left to HDF5 itself.
 """
 
 from __future__ import annotations
@@ -85,3 +88,82 @@ def write_compressed(group: h5py.Group, name: str, data: np.ndarray, level: int 
         for corner, payload in zip(corners, pool.map(encode, corners), strict=True):
             dset.id.write_direct_chunk(corner, payload)
     return dset
+
+
+def _filters(dset: h5py.Dataset) -> tuple[int, ...]:
+    plist = dset.id.get_create_plist()
+    return tuple(plist.get_filter(i)[0] for i in range(plist.get_nfilters()))
+
+
+_CHECKED = (h5py.h5z.FILTER_FLETCHER32,)
+_COMPRESSED = (h5py.h5z.FILTER_SHUFFLE, h5py.h5z.FILTER_DEFLATE, h5py.h5z.FILTER_FLETCHER32)
+
+
+def _deflate_bound(size: int) -> int:
+    """The most bytes deflate can store ``size`` bytes in (zlib's compressBound)."""
+    return size + (size >> 12) + (size >> 14) + (size >> 25) + 13
+
+
+def decode_chunk(payload: bytes, compressed: bool, chunk_bytes: int, itemsize: int) -> np.ndarray | None:
+    """A stored chunk's bytes (``chunk_bytes`` of them, in element order) after checking its
+    Fletcher-32 and, ``compressed``, inflating and unshuffling it; None when any check fails."""
+    body = memoryview(payload)[:-4]
+    if len(payload) < 4 or fletcher32(np.frombuffer(body, dtype=np.uint8)) != int.from_bytes(payload[-4:], "little"):
+        return None
+    if not compressed:
+        return np.frombuffer(body, dtype=np.uint8) if len(body) == chunk_bytes else None
+    inflate = zlib.decompressobj()
+    try:
+        raw = inflate.decompress(body, chunk_bytes)  # never more than the chunk holds
+    except zlib.error:
+        return None
+    if len(raw) != chunk_bytes or not inflate.eof or inflate.unconsumed_tail:
+        return None
+    raw = np.frombuffer(raw, dtype=np.uint8)
+    return raw.reshape(itemsize, -1).T.reshape(-1) if itemsize > 1 else raw
+
+
+def read_chunked(dset: h5py.Dataset) -> np.ndarray | None:
+    """The values of a chunked dataset laid out as :func:`write_compressed` writes it (or with
+    Fletcher-32 alone), every chunk checked and inflated in a thread pool; None for any other
+    layout, a chunk missing, stored larger than its filters allow or failing a check: HDF5 then
+    reads the dataset itself (and reports a damaged chunk as it always has).
+
+    Nothing the file says is trusted: the chunk index must name each chunk of the declared shape
+    once, with every filter applied, and a stored chunk is read only when its size is one its
+    filters can produce.
+    """
+    chunk, shape, dtype = dset.chunks, tuple(dset.shape), dset.dtype
+    if chunk is None or dtype.kind not in "biuf" or not dtype.isnative or 0 in shape or len(chunk) != len(shape):
+        return None
+    filters = _filters(dset)
+    if filters not in (_CHECKED, _COMPRESSED):
+        return None
+    compressed = filters == _COMPRESSED
+    chunk_bytes = int(np.prod(chunk)) * dtype.itemsize
+    largest = _deflate_bound(chunk_bytes) + 4 if compressed else chunk_bytes + 4
+    corners = list(itertools.product(*(range(0, n, c) for n, c in zip(shape, chunk, strict=True))))
+    if dset.id.get_num_chunks() != len(corners):
+        return None
+    for corner in corners:
+        info = dset.id.get_chunk_info_by_coord(corner)
+        if info.byte_offset is None or info.filter_mask != 0 or not 4 < info.size <= largest:
+            return None
+    out = np.empty(shape, dtype=dtype)
+
+    def decode(corner: tuple[int, ...]) -> bool:
+        mask, payload = dset.id.read_direct_chunk(corner)
+        if mask != 0 or len(payload) > largest:
+            return False
+        raw = decode_chunk(payload, compressed, chunk_bytes, dtype.itemsize)
+        if raw is None:
+            return False
+        block = raw.view(dtype).reshape(chunk)
+        inside = tuple(slice(o, min(o + c, n)) for o, c, n in zip(corner, chunk, shape, strict=True))
+        out[inside] = block[tuple(slice(0, s.stop - s.start) for s in inside)]
+        return True
+
+    with ThreadPoolExecutor(min(_workers(), len(corners))) as pool:
+        if not all(pool.map(decode, corners)):
+            return None
+    return out

@@ -8,16 +8,24 @@ message`` on stderr and exit status 2, leaving no output file behind.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
 import threading
 import warnings
-from pathlib import Path
 
 from . import __version__
 from .baselines import BASELINES  # names only: the module loads numpy alone
+from .commands import (
+    cmd_baseline,
+    cmd_graph,
+    cmd_import_hermes,
+    cmd_info,
+    cmd_reconstruct,
+    cmd_run_method,
+    cmd_score,
+    cmd_simulate,
+)
 from .errors import InputError, printable
 
 EXIT_BAD_INPUT = 2
@@ -87,14 +95,6 @@ def _devices(text: str) -> list[int]:
 _SEED = _integer(0, 2**64 - 1)  # seeds key a 64-bit counter-based generator
 
 
-def _say(quiet: bool):
-    def emit(message: str) -> None:
-        if not quiet:
-            print(f"battus: {printable(message)}", file=sys.stderr, flush=True)
-
-    return emit
-
-
 def _add_schedule(p: argparse.ArgumentParser, default: str | None = "benchmark") -> None:
     p.add_argument(
         "--schedule", default=default,
@@ -102,250 +102,6 @@ def _add_schedule(p: argparse.ArgumentParser, default: str | None = "benchmark")
              "(DITTO), 'all', 'every:K', or an explicit list '3,7,10'"
              + (f" (default: {default})" if default else " (default: the file's own observations)"),
     )
-
-
-def _source_url(args: argparse.Namespace) -> dict:
-    """``source_url`` for the provenance record when the input is a download (``--source-url``)."""
-    return {"source_url": args.source_url} if args.source_url else {}
-
-
-def cmd_import_hermes(args: argparse.Namespace) -> None:
-    from .hermes import canonical_from_pt, pol_from_retweets
-    from .io import provenance, sha256_file, write_history
-
-    src = Path(args.input)
-    if src.suffix == ".txt":
-        canon = pol_from_retweets(src, T=args.pol_T)
-    else:
-        canon = canonical_from_pt(src, name=args.name)
-    if args.name:
-        canon.name = args.name
-    problem = canon.to_problem(args.schedule).validate(str(src))
-    prov = provenance(stage="import-hermes", source=str(src), source_sha256=sha256_file(src),
-                      schedule=problem.observations.times.tolist(), **_source_url(args))
-    write_history(args.out, problem, prov)
-    _say(args.quiet)(f"{canon.name}: n={canon.graph.n} |E|={canon.graph.num_edges} T={canon.T} "
-                     f"n0={canon.n0} model={canon.model} -> {args.out}")
-
-
-def cmd_graph(args: argparse.Namespace) -> None:
-    from .edgelist import read_edgelist
-    from .io import provenance, sha256_file, write_graph
-
-    graph = read_edgelist(args.input, directed=args.directed, fmt=args.format,
-                          keep_largest_component=not args.keep_all_components, name=args.name)
-    loops, duplicates = graph.meta["self_loops_dropped"], graph.meta["duplicates_dropped"]
-    if loops or duplicates:  # a warning, shown even with --quiet: the graph differs from the file
-        print(f"battus: warning: {printable(args.input)}: dropped {loops} self-loops and {duplicates} duplicate edges",
-              file=sys.stderr, flush=True)
-    prov = provenance(stage="graph", source=str(args.input), source_sha256=sha256_file(args.input),
-                      directed=args.directed, largest_component=not args.keep_all_components,
-                      counts=graph.meta, **_source_url(args))
-    write_graph(args.out, graph, prov)
-    _say(args.quiet)(f"n={graph.n} arcs={graph.m} |E|={graph.num_edges} -> {args.out}")
-
-
-def cmd_simulate(args: argparse.Namespace) -> None:
-    from .io import provenance, read_graph, sha256_file, write_history
-    from .memory import require, simulate_bytes
-    from .problem import Problem, observe, schedule_times
-    from .simulate import simulate
-
-    graph = read_graph(args.graph)
-    if args.n0 > graph.n:
-        raise InputError("--n0", "n0", f"{args.n0} initial infections on a graph of {graph.n} vertices")
-    require(simulate_bytes(graph.n, graph.m, args.T), "--T", "T",
-            f"T={args.T} frames of {graph.n} vertices")
-    times = schedule_times(args.T, args.schedule)
-    kwargs = {"backend": args.backend} if args.backend != "cpu" else {}
-    truth = simulate(graph, args.model, args.T, args.n0, args.beta_i, args.beta_r, seed=args.seed,
-                     same_step_recovery=args.same_step_recovery, **kwargs)
-    problem = Problem(graph=graph, model=args.model, T=args.T, n0=args.n0,
-                      observations=observe(truth, times), truth=truth,
-                      name=args.name or Path(args.out).stem)
-    prov = provenance(stage="simulate", graph=str(args.graph), graph_sha256=sha256_file(args.graph),
-                      model=args.model, T=args.T, n0=args.n0, beta_i=args.beta_i, beta_r=args.beta_r,
-                      seed=args.seed, backend=args.backend, same_step_recovery=args.same_step_recovery,
-                      schedule=times.tolist())
-    write_history(args.out, problem, prov)
-    final = truth[-1]
-    _say(args.quiet)(f"simulated {args.model.upper()} on n={graph.n}: final S/I/R = "
-                     f"{(final == 0).sum()}/{(final == 1).sum()}/{(final == 2).sum()} -> {args.out}")
-
-
-def options_from_args(args: argparse.Namespace):
-    from .options import FitSettings, method_options
-
-    fit_settings = FitSettings(
-        grid_points=args.grid_points, refine_points=args.refine_points,
-        refine_rounds=args.refine_rounds, lower=args.rate_lower, upper=args.rate_upper,
-        chunk=args.candidate_chunk,
-    )
-    try:
-        return method_options(
-            args.method, decoder=args.decoder, tau=args.tau, beta_i=args.beta_i, beta_r=args.beta_r,
-            fit=args.fit, reset=args.reset, backward=args.backward, projection=args.projection,
-            causal=args.causal, fit_settings=fit_settings,
-        )
-    except InputError as exc:  # name the option the user typed, not the Options field
-        raise InputError(_OPTION_OF_FIELD.get(exc.field, exc.source), exc.field, exc.message) from None
-
-
-_OPTION_OF_FIELD = {
-    "tau": "--tau", "beta_i": "--beta-i", "beta_r": "--beta-r", "decoder": "--decoder", "method": "--method",
-    "fit bounds": "--rate-lower/--rate-upper",
-    "fit grid": "--grid-points/--refine-points/--refine-rounds/--candidate-chunk",
-}
-
-
-def _observed(problem, args: argparse.Namespace):
-    """The problem as observed under --schedule (a protocol): its truth re-observed at those frames."""
-    from .problem import observe, schedule_times
-
-    if args.schedule is not None:
-        if problem.truth is None:
-            raise InputError(args.history, "truth", "--schedule re-observes the truth, which this file lacks")
-        problem.observations = observe(problem.truth, schedule_times(problem.T, args.schedule))
-    return problem
-
-
-def _truth_for(args: argparse.Namespace) -> str:
-    """A method never reads the truth: only --schedule does, to re-observe it."""
-    return "skip" if args.schedule is None else "optional"
-
-
-def cmd_reconstruct(args: argparse.Namespace) -> None:
-    import concurrent.futures
-
-    from .io import read_history, sha256_file, write_prediction
-    from .memory import reconstruct_bytes, require
-    from .pipeline import reconstruct
-
-    # the input's sha256 (for the prediction's provenance) is computed while the GPU or the CPU works
-    digest = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    input_sha256 = digest.submit(sha256_file, args.history)
-    problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
-    options = options_from_args(args)
-    require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
-                              causal=options.causal, fit_chunk=options.fit_settings.chunk if options.fit else 0),
-            args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
-    say = _say(args.quiet)
-    say(f"{options.method} on {problem.name or args.history}: n={problem.n} arcs={problem.graph.m} "
-        f"T={problem.T} observed={problem.observations.times.tolist()}")
-    recon = reconstruct(problem, options, backend=args.backend, keep_posteriors=args.posteriors, progress=say,
-                        repeats=args.repeats, repeat_seconds=args.repeat_seconds, devices=args.devices)
-    write_prediction(args.out, recon, problem, args.history,
-                     extra={"observed_times": problem.observations.times.tolist()},
-                     input_sha256=input_sha256.result())
-    digest.shutdown()
-    runs = recon.extras.get("algorithm_seconds_runs", [recon.algorithm_seconds])
-    timed = f"median of {len(runs)} runs " if len(runs) > 1 else ""
-    say(f"done in {timed}{recon.algorithm_seconds * 1e3:.1f} ms on {recon.backend} ({recon.device}); "
-        f"rates=({recon.beta_i:.4g}, {recon.beta_r:.4g}) -> {args.out}")
-
-
-def cmd_baseline(args: argparse.Namespace) -> None:
-    from .baselines import baseline
-    from .io import read_history, write_prediction
-    from .memory import history_bytes, require
-
-    problem = _observed(read_history(args.history, truth="required" if args.method == "truth" else _truth_for(args)),
-                        args)
-    require(3 * history_bytes(problem.n, problem.T), args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
-    recon = baseline(problem, args.method, seed=args.seed)
-    write_prediction(args.out, recon, problem, args.history,
-                     extra={"observed_times": problem.observations.times.tolist()})
-    _say(args.quiet)(f"{args.method} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "
-                     f"-> {args.out}")
-
-
-def cmd_run_method(args: argparse.Namespace) -> None:
-    import shlex
-
-    from .io import read_history, write_prediction
-    from .plugins import run_method
-
-    try:
-        argv = shlex.split(args.command)
-    except ValueError as exc:
-        raise InputError("--command", "command", str(exc)) from None
-    problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
-    # --quiet: the plug-in's output is kept and shown only if it fails, not streamed
-    recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed,
-                       progress=None if args.quiet else _say(False), time_limit=args.time_limit)
-    write_prediction(args.out, recon, problem, args.history,
-                     extra={"observed_times": problem.observations.times.tolist()})
-    _say(args.quiet)(f"method {args.name} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "
-                     f"({recon.extras['plugin_timing']}) -> {args.out}")
-
-
-def cmd_score(args: argparse.Namespace) -> None:
-    from .io import atomic_path, read_history, read_prediction, sha256_file
-    from .score import score_prediction
-
-    problem = read_history(args.history, truth="required")
-    prediction = read_prediction(args.prediction, model=problem.model)
-    made_from = prediction["provenance"].get("input_sha256")
-    if isinstance(made_from, str) and not args.allow_other_history and made_from != sha256_file(args.history):
-        raise InputError(args.prediction, "@provenance/input_sha256",
-                         f"made from another history (sha256 {made_from[:12]}...), not {args.history}; "
-                         "--allow-other-history scores it anyway")
-    result = {**score_prediction(problem, prediction, str(args.prediction)),
-              "prediction": str(args.prediction), "history": str(args.history)}
-    text = json.dumps(result, indent=2, default=_json_default)
-    if not args.out:
-        print(text)
-        return
-    with atomic_path(args.out) as tmp:
-        tmp.write_text(text + "\n")
-    _say(args.quiet)(score_summary(result) + f" -> {args.out}")
-
-
-def score_summary(result: dict) -> str:
-    """One line of a score record: what `battus score --out` prints instead of the whole JSON."""
-
-    def number(x: float | None) -> str:
-        return "n/a" if x is None else f"{x:.4f}"
-
-    hermes, unobserved, causal = result["hermes"], result["unobserved"], result["causal"]["prediction"]
-    return (f"{printable(str(result['dataset']))}: F1 {number(hermes['f1'])} NRMSE {number(hermes['nrmse'])}; "
-            f"unobserved F1 {number(unobserved['f1'])} NRMSE {number(unobserved['nrmse'])}; "
-            f"causal violations {causal['violations']}/{causal['events']}")
-
-
-def _json_default(obj):
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(type(obj).__name__)
-
-
-def cmd_info(args: argparse.Namespace) -> None:
-    import h5py
-
-    from .io import H5_ERRORS, describe_attr, open_hdf5, unreadable
-
-    path = Path(args.file)
-    lines: list[str] = []
-    with open_hdf5(path) as fh:
-        try:
-            lines.append(f"{path}: {describe_attr(fh, 'format')} v{describe_attr(fh, 'format_version')}")
-            for key in sorted(fh.attrs.keys()):
-                if key not in ("format", "format_version"):
-                    text = describe_attr(fh, key)
-                    lines.append(f"  @{key} = {text if len(text) < 200 else text[:197] + '...'}")
-
-            def show(name, obj):
-                if isinstance(obj, h5py.Dataset):
-                    lines.append(f"  /{name}: {obj.dtype} {obj.shape}")
-
-            fh.visititems(show)  # hard links only: soft and external links are not followed
-        except H5_ERRORS as exc:  # the same conversion as the readers'
-            raise unreadable(path, "file", exc) from None
-    print("\n".join(printable(line) for line in lines))  # names and values come from the file
 
 
 class _Parser(argparse.ArgumentParser):
@@ -366,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(p):
         p.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+
+    def score_out(p):
+        p.add_argument("--score", metavar="JSON",
+                       help="also score the prediction against the history's truth, as `battus score HISTORY "
+                            "OUT --out JSON` would, in this process: the history is read once (it must hold "
+                            "the truth; checked before any work)")
 
     def source_url(p):
         p.add_argument("--source-url", metavar="URL",
@@ -467,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(the history is the same every time; default: 1)")
     p.add_argument("--repeat-seconds", type=_seconds, default=60.0,
                    help="stop repeating once the runs have taken this long (default: 60)")
+    score_out(p)
     common(p)
     p.set_defaults(func=cmd_reconstruct, inputs=("history",))
 
@@ -483,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", required=True, choices=BASELINES, help="which control or baseline")
     p.add_argument("--seed", type=_SEED, default=0, help="seed of the random control (default: 0)")
     _add_schedule(p, default=None)
+    score_out(p)
     common(p)
     p.set_defaults(func=cmd_baseline, inputs=("history",))
 
@@ -501,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop the plug-in (and what it started) after this many seconds, an error "
                         "(default: 86400, a day)")
     _add_schedule(p, default=None)
+    score_out(p)
     common(p)
     p.set_defaults(func=cmd_run_method, inputs=("history",))
 
@@ -528,11 +293,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Every command's output, checked once here before any work: never an input, always writable."""
-    from .files import check_output
+    from .files import check_output, same_file
 
+    inputs = [getattr(args, name) for name in args.inputs]
     out = getattr(args, "out", None)
     if out is not None:  # '' is an error, not "no output"
-        check_output(out, [getattr(args, name) for name in args.inputs], option="--out")
+        check_output(out, inputs, option="--out")
+    scores = getattr(args, "score", None)
+    if scores is not None:
+        if out is not None and same_file(scores, out):
+            raise InputError(scores, "--score", "is the same file as --out; name another file for the scores")
+        check_output(scores, inputs, option="--score")
 
 
 def main(argv: list[str] | None = None) -> int:

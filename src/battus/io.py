@@ -9,10 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import platform
-import signal
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +21,7 @@ from . import __version__
 from .errors import InputError
 from .files import atomic_path, require_file
 from .graph import Graph
+from .hdf5_probe import probe
 from .memory import available_bytes, format_bytes
 from .problem import Observations, Problem, Reconstruction, check_posteriors, check_problem
 
@@ -99,80 +97,10 @@ def _write_graph(group: h5py.Group, graph: Graph) -> None:
     group.attrs["meta"] = json.dumps(graph.meta, default=str)
 
 
-# The HDF5 C library is not hardened against hostile files: one flipped byte in a datatype
-# message can crash the process (SIGSEGV) or make it loop. Before the file is opened here, a
-# forked child walks its whole structure (every link, attribute and datatype, and the data of
-# every dataset up to _PROBE_FULL_BYTES; first and last element of larger ones) with a deadline;
-# a child killed by a signal or past the deadline is a damaged file, reported in one line.
-_PROBE_SECONDS = 60.0
-_PROBE_FULL_BYTES = 64 << 20
-_PROBE_MAX_OBJECTS = 100_000
-
-
-def _probe_walk(path: Path) -> None:
-    """Touch everything a reader may touch (runs in the forked child; exceptions do not matter)."""
-    seen = 0
-    visited = set()  # object identities: a group hard-linked into itself (a valid file) is walked once
-    with h5py.File(path, "r") as fh:
-        pending = [fh]
-        while pending and seen < _PROBE_MAX_OBJECTS:
-            obj = pending.pop()
-            seen += 1
-            if obj.id in visited:
-                continue
-            visited.add(obj.id)
-            for key in obj.attrs.keys():
-                obj.attrs[key]
-            if isinstance(obj, h5py.Dataset):
-                if obj.is_virtual or obj.external is not None or obj.size == 0:
-                    continue
-                if obj.size * obj.dtype.itemsize <= _PROBE_FULL_BYTES:
-                    obj[()]
-                else:
-                    obj[(0,) * obj.ndim]
-                    obj[tuple(s - 1 for s in obj.shape)]
-                continue
-            for name in obj:  # a group: follow hard links only, depth bounded by the object budget
-                if isinstance(obj.get(name, getlink=True), h5py.HardLink):
-                    pending.append(obj[name])
-
-
-def _probe(path: Path) -> None:
-    if not hasattr(os, "fork"):  # no fork on this platform: read directly
-        return
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child's coverage is not collected
-        try:
-            quiet = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(quiet, 1)
-            os.dup2(quiet, 2)
-            _probe_walk(path)
-        except BaseException:  # a Python-level error is the parent's to report, field by field
-            pass
-        finally:
-            os._exit(0)
-    deadline = time.monotonic() + _PROBE_SECONDS
-    pause = 0.001
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise InputError(path, "file", f"damaged HDF5 structure (reading it did not end within "
-                                           f"{_PROBE_SECONDS:.0f} s)")
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
-    if os.WIFSIGNALED(status):
-        name = signal.Signals(os.WTERMSIG(status)).name
-        raise InputError(path, "file", f"damaged HDF5 structure (the HDF5 library crashed reading it: {name})")
-
-
 def open_hdf5(path: str | Path) -> h5py.File:
     """Open any HDF5 file for reading; a missing, damaged or unreadable one is an InputError."""
     path = require_file(path, "an HDF5 file")
-    _probe(path)
+    probe(path)
     try:
         return h5py.File(path, "r")
     except (OSError, ValueError) as exc:
@@ -349,12 +277,24 @@ def _read(fh: h5py.File, name: str, *, kinds: str = "uib", ndim: int | None = No
     if needed > available_bytes():
         raise InputError(fh.filename, name, f"declares shape {shape}, which needs {format_bytes(needed)}")
     try:
-        data = np.asarray(ds[()])
+        data = _read_large(ds) if int(np.prod(shape, dtype=object)) > _BIG else None
+        if data is None:
+            data = np.asarray(ds[()])
     except H5_ERRORS as exc:  # truncated file, checksum mismatch, unsupported filter
         raise unreadable(fh.filename, name, exc) from None
     if dtype is not None:
         data = _narrow(data, np.dtype(dtype), fh.filename, name)
     return data
+
+
+def _read_large(ds: h5py.Dataset) -> np.ndarray | None:
+    """A large array as this package writes it, its chunks checked and inflated on every core
+    (:func:`battus.chunked.read_chunked`); None for HDF5 to read any other."""
+    if ds.chunks is None:
+        return None
+    from .chunked import read_chunked  # numba: only where a large array is read
+
+    return read_chunked(ds)
 
 
 def _narrow(data: np.ndarray, dtype: np.dtype, source, name: str) -> np.ndarray:
@@ -480,8 +420,13 @@ def read_history(path: str | Path, truth: str = "optional") -> Problem:
 
 
 def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, input_path: str | Path | None,
-                     extra: dict | None = None, input_sha256: str | None = None) -> None:
-    """Write a prediction: decoded states, hitting times, optional posteriors, full provenance."""
+                     extra: dict | None = None, input_sha256: str | None = None) -> dict:
+    """Write a prediction: decoded states, hitting times, optional posteriors, full provenance.
+
+    Returns the record :func:`read_prediction` reads back from the file (the same arrays, the
+    attributes as they come back), so the process that wrote a prediction can score it without
+    reading it again.
+    """
     prov = provenance(
         method=recon.params.get("method"),
         params=recon.params,
@@ -497,29 +442,56 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
     )
     if recon.posteriors is not None:  # the one check every reader applies (problem.check_posteriors)
         check_posteriors(recon.posteriors, problem.T, problem.n, str(path))
+    attrs = {
+        "format": PREDICTION_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "model": problem.model,
+        "T": int(problem.T),
+        "name": problem.name,
+        "method": str(recon.params.get("method")),
+        "backend": recon.backend,
+        "device": recon.device,
+        "algorithm_seconds": float(recon.algorithm_seconds),
+        "beta_i": recon.beta_i,
+        "beta_r": recon.beta_r,
+        "package_version": __version__,
+        "params": json.dumps(recon.params),
+        "provenance": json.dumps(prov),
+    }
+    for key, value in recon.extras.items():
+        attrs[key] = value if np.isscalar(value) else json.dumps(value)
+    states = recon.states.astype(np.uint8)
+    posteriors = None if recon.posteriors is None else recon.posteriors.astype(np.float32)
     with _new_hdf5(path) as fh:
-        fh.attrs["format"] = PREDICTION_FORMAT
-        fh.attrs["format_version"] = FORMAT_VERSION
-        fh.attrs["model"] = problem.model
-        fh.attrs["T"] = int(problem.T)
-        fh.attrs["name"] = problem.name
-        fh.attrs["method"] = str(recon.params.get("method"))
-        fh.attrs["backend"] = recon.backend
-        fh.attrs["device"] = recon.device
-        fh.attrs["algorithm_seconds"] = float(recon.algorithm_seconds)
-        fh.attrs["beta_i"] = recon.beta_i
-        fh.attrs["beta_r"] = recon.beta_r
-        fh.attrs["package_version"] = __version__
-        fh.attrs["params"] = json.dumps(recon.params)
-        fh.attrs["provenance"] = json.dumps(prov)
-        for key, value in recon.extras.items():
-            fh.attrs[key] = value if np.isscalar(value) else json.dumps(value)
-        _put(fh, "states", recon.states.astype(np.uint8))
+        for key, value in attrs.items():
+            fh.attrs[key] = value
+        _put(fh, "states", states)
         hit = fh.create_group("hitting_times")
         _put(hit, "infection", recon.t_inf.astype(np.int64))
         _put(hit, "recovery", recon.t_rec.astype(np.int64))
-        if recon.posteriors is not None:
-            _put(fh, "posteriors", recon.posteriors.astype(np.float32))
+        if posteriors is not None:
+            _put(fh, "posteriors", posteriors)
+    return _prediction_record(states, posteriors, {key: _as_scalar(value) for key, value in attrs.items()})
+
+
+def _prediction_record(states: np.ndarray, posteriors: np.ndarray | None, attrs: dict) -> dict:
+    """What :func:`read_prediction` returns, from a prediction's arrays and its attributes as
+    Python values (text as ``str``, numbers as ``int``/``float``/``bool``), already checked."""
+    record = {
+        "states": states,
+        "posteriors": posteriors,
+        "params": json.loads(attrs.get("params", "{}")),
+        "provenance": json.loads(attrs.get("provenance", "{}")),
+    }
+    for key in ("algorithm_seconds", "beta_i", "beta_r"):
+        record[key] = float(attrs.get(key, float("nan")))
+    for key in ("method", "backend", "device", "model", "name", "package_version"):
+        record[key] = attrs.get(key)
+    for key, value in attrs.items():  # a method's own scalar results (Battus-C's feasibility, counts)
+        if key not in record and key not in ("format", "format_version", "T") and isinstance(
+                value, bool | int | float | str):
+            record[key] = value
+    return record
 
 
 def read_prediction(path: str | Path, model: str | None = None) -> dict:
