@@ -64,6 +64,19 @@ def test_causal_violations_equal_the_naive_count(seed, T, n, arcs, monotone):
     assert causal_violations(graph, states) == naive_causal_violations(graph, states)
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), T=st.integers(0, 10), n=st.integers(1, 40), monotone=st.booleans())
+def test_hitting_frames_equal_hitting_times(seed, T, n, monotone):
+    """The one-pass kernel the causal census uses: each vertex's first frame at state >= 1 and
+    >= 2 (T+1 when never), as :func:`battus.decode.hitting_times` defines them, any history."""
+    from battus.decode import hitting_times
+
+    rng = np.random.default_rng(seed)
+    states = (monotone_history if monotone else any_history)(rng, T, n, "sir")
+    t_inf, t_rec = score_cpu.hitting_frames(states)
+    assert t_inf.tolist() == hitting_times(states, 1).tolist() and t_rec.tolist() == hitting_times(states, 2).tolist()
+
+
 def test_kernels_span_several_vertex_blocks():
     """Histories wider than one block of the kernels (counts summed over blocks and threads)."""
     rng = np.random.default_rng(11)
@@ -72,6 +85,9 @@ def test_kernels_span_several_vertex_blocks():
     assert hermes_score(truth, pred, "sir") == naive_frame_scores(truth, pred, "sir", np.arange(7), True)
     graph = from_arcs(rng.integers(0, n, 5 * n), rng.integers(0, n, 5 * n), directed=True, n=n)
     assert causal_violations(graph, truth) == naive_causal_violations(graph, truth)
+    from battus.decode import hitting_times
+
+    assert [x.tolist() for x in score_cpu.hitting_frames(pred)] == [hitting_times(pred, k).tolist() for k in (1, 2)]
 
 
 def test_unobserved_scores_carry_both_conventions():

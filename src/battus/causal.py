@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decode import hitting_times
 from .graph import Graph
-from .kernels import causal_cpu
+from .kernels import causal_cpu, score_cpu
 
 
 def observation_window(obs_times: np.ndarray, obs_states: np.ndarray, n: int, T: int
@@ -43,8 +42,7 @@ def certify_violations(graph: Graph, states: np.ndarray, obs_times: np.ndarray, 
     observations; ``unforced`` ones could be repaired by a supporter.
     """
     T = states.shape[0] - 1
-    t_inf = hitting_times(states, 1)
-    t_rec = hitting_times(states, 2)
+    t_inf, t_rec = score_cpu.hitting_frames(states)
     floor, ceiling = observation_window(obs_times, obs_states, graph.n, T)
     indptr = np.ascontiguousarray(graph.indptr, dtype=np.int64)
     indices = np.ascontiguousarray(graph.indices, dtype=np.int32)

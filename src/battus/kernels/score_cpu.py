@@ -118,3 +118,33 @@ def unsupported_onsets(indptr: np.ndarray, indices: np.ndarray, states: np.ndarr
                         states, out)
     total = out.sum(axis=0)
     return int(total[0]), int(total[1])
+
+
+@numba.njit(parallel=True, cache=True)
+def _hitting_frames(states, t_inf, t_rec):
+    T1, n = states.shape
+    blocks = (n + _BLOCK - 1) // _BLOCK
+    for b in prange(blocks):
+        lo = b * _BLOCK
+        hi = min(n, lo + _BLOCK)
+        for i in range(lo, hi):
+            t_inf[i] = T1
+            t_rec[i] = T1
+        for t in range(T1):
+            row = states[t]
+            for i in range(lo, hi):
+                s = row[i]
+                if s >= 1 and t_inf[i] == T1:
+                    t_inf[i] = t
+                if s >= 2 and t_rec[i] == T1:
+                    t_rec[i] = t
+
+
+def hitting_frames(states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per vertex, the first frame at state >= 1 and at state >= 2 (T+1 when never), in one pass:
+    :func:`battus.decode.hitting_times` of levels 1 and 2."""
+    states = np.ascontiguousarray(states, dtype=np.uint8)
+    t_inf = np.empty(states.shape[1], dtype=np.int64)
+    t_rec = np.empty(states.shape[1], dtype=np.int64)
+    _hitting_frames(states, t_inf, t_rec)
+    return t_inf, t_rec
