@@ -163,32 +163,49 @@ def _write_scores(result: dict, out: str | None, quiet: bool) -> None:
 def cmd_reconstruct(args: argparse.Namespace) -> None:
     import concurrent.futures
 
+    from .backends import start_backend
     from .io import read_history, sha256_file, write_prediction
     from .memory import reconstruct_bytes, require
-    from .pipeline import reconstruct
+    from .pipeline import reconstruct, warm_up_for
 
-    # the input's sha256 (for the prediction's provenance) is computed while the GPU or the CPU works
-    digest = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    input_sha256 = digest.submit(sha256_file, args.history)
-    problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
     options = options_from_args(args)
-    require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
-                              causal=options.causal, fit_chunk=options.fit_settings.chunk if options.fit else 0),
-            args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
-    say = _say(args.quiet)
-    say(f"{options.method} on {problem.name or args.history}: n={problem.n} arcs={problem.graph.m} "
-        f"T={problem.T} observed={problem.observations.times.tolist()}")
-    recon = reconstruct(problem, options, backend=args.backend, keep_posteriors=args.posteriors, progress=say,
-                        repeats=args.repeats, repeat_seconds=args.repeat_seconds, devices=args.devices)
+    # while the history is read: its sha256 (for the prediction's provenance), and the backend
+    # chosen and warmed up (the CUDA context, every kernel the options run loaded from Numba's cache)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+    input_sha256 = pool.submit(sha256_file, args.history)
+    started = pool.submit(start_backend, args.backend, args.devices, warm_up_for(options))
+    try:
+        problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
+        require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
+                                  causal=options.causal, fit_chunk=options.fit_settings.chunk if options.fit else 0),
+                args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
+        say = _say(args.quiet)
+        say(f"{options.method} on {problem.name or args.history}: n={problem.n} arcs={problem.graph.m} "
+            f"T={problem.T} observed={problem.observations.times.tolist()}")
+        recon = reconstruct(problem, options, backend=args.backend, keep_posteriors=args.posteriors, progress=say,
+                            repeats=args.repeats, repeat_seconds=args.repeat_seconds, devices=args.devices,
+                            started=started)
+    finally:
+        _close_started(started)  # reconstruct closed it, unless reading failed first (closing is idempotent)
     written = write_prediction(args.out, recon, problem, args.history,
                                extra={"observed_times": problem.observations.times.tolist()},
                                input_sha256=input_sha256.result())
-    digest.shutdown()
+    pool.shutdown()
     runs = recon.extras.get("algorithm_seconds_runs", [recon.algorithm_seconds])
     timed = f"median of {len(runs)} runs " if len(runs) > 1 else ""
     say(f"done in {timed}{recon.algorithm_seconds * 1e3:.1f} ms on {recon.backend} ({recon.device}); "
         f"rates=({recon.beta_i:.4g}, {recon.beta_r:.4g}) -> {args.out}")
     _score_written(args, problem, written)
+
+
+def _close_started(started) -> None:
+    """Wait for a backend started beside the reading, and close it (its error, if it failed, is
+    the reconstruction's to report, or moot after a bad input)."""
+    try:
+        backend = started.result()
+    except BaseException:  # noqa: BLE001 - reported where the backend is used, or moot
+        return
+    backend.close()
 
 
 def cmd_baseline(args: argparse.Namespace) -> None:

@@ -15,6 +15,7 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -29,9 +30,15 @@ from .warmup import warm_up
 __all__ = ["DECODERS", "DEFAULT_RATES", "METHODS", "FitSettings", "Options", "method_options", "reconstruct"]
 
 
+def warm_up_for(options: Options):
+    """The warm-up a reconstruction under ``options`` needs (the kernels it runs, compiled or
+    loaded), as :func:`battus.backends.start_backend` takes it."""
+    return functools.partial(warm_up, causal=options.causal, fit=options.fit)
+
+
 def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cpu", keep_posteriors: bool = False,
                 progress=None, repeats: int = 1, repeat_seconds: float = math.inf,
-                devices: Sequence[int] | None = None) -> Reconstruction:
+                devices: Sequence[int] | None = None, started: Future | None = None) -> Reconstruction:
     """Reconstruct the full history of ``problem`` from its observations alone.
 
     ``algorithm_seconds`` excludes compilation (a warm-up on a tiny problem
@@ -47,21 +54,25 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     as one. A backend given by name is chosen, warmed up and given the problem
     by :func:`battus.backends.open_backend` (with ``auto``, a graph too large
     for the GPU falls back to the CPU there) and closed (its fitting workers
-    stopped) before returning.
+    stopped) before returning. ``started`` (with ``backend`` given by name): that
+    backend already being chosen and warmed up, a future of
+    :func:`battus.backends.start_backend` with :func:`warm_up_for` (the CLI starts
+    it while it reads the problem); ``warmup_seconds`` then records what remained
+    of the warm-up, and the upload.
     """
     options.validate()
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     say = progress or (lambda msg: None)
-    warm = functools.partial(warm_up, causal=options.causal, fit=options.fit)
+    warm = warm_up_for(options)
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
     if isinstance(backend, str):
-        backend, prep = open_backend(backend, devices, problem, warm, say)
+        backend, prep = open_backend(backend, devices, problem, warm, say, started)
         owned = True
     else:
-        if devices is not None:
-            raise ValueError("devices go with a backend given by name; a Backend object has its own")
+        if devices is not None or started is not None:
+            raise ValueError("devices and started go with a backend given by name; a Backend object has its own")
         warm(backend)
         prep, owned = backend.prepare(problem), False
     try:

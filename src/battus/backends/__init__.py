@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 from ..errors import InputError
 from ..problem import Problem
 from .base import Backend, Prepared
 from .cpu import CPUBackend
 
-__all__ = ["Backend", "CPUBackend", "Prepared", "cuda_available", "get_backend", "open_backend"]
+__all__ = ["Backend", "CPUBackend", "Prepared", "cuda_available", "get_backend", "open_backend", "start_backend"]
 
 
 # Where Numba-CUDA looks for the driver when NUMBA_CUDA_DRIVER is unset (numba_cuda's
@@ -83,28 +84,48 @@ def get_backend(name: str = "auto", devices: Sequence[int] | None = None) -> Bac
     return CUDABackend(devices=devices) if devices else CUDABackend()
 
 
+def start_backend(name: str, devices: Sequence[int] | None, warm_up: Callable[[Backend], None]) -> Backend:
+    """:func:`get_backend`, warmed up (``warm_up(backend)``): what :func:`open_backend` does before
+    it gives the backend a problem, to run while the problem is still being read (``started``)."""
+    backend = get_backend(name, devices=devices)
+    try:
+        warm_up(backend)
+    except BaseException:
+        backend.close()
+        raise
+    return backend
+
+
 def open_backend(name: str, devices: Sequence[int] | None, problem: Problem, warm_up: Callable[[Backend], None],
-                 say: Callable[[str], None]) -> tuple[Backend, Prepared]:
+                 say: Callable[[str], None], started: Future | None = None) -> tuple[Backend, Prepared]:
     """The backend a reconstruction runs on, warmed up (``warm_up(backend)``) and holding ``problem``.
 
     The one place a backend is chosen and fallen back from: :func:`get_backend`
     picks it; with ``auto``, a problem too large for the GPU's free memory
     runs on the CPU instead (one thread pool, whatever ``devices`` asked for),
     saying so through ``say``. A backend that fails is closed before the error
-    goes on.
+    goes on. ``started``: a future of :func:`start_backend` for the same name,
+    devices and warm-up, begun while ``problem`` was read; its backend (or its
+    error) is taken as if it had been started here.
     """
-    backend = get_backend(name, devices=devices)
+    backend = None
     try:
-        warm_up(backend)
+        if started is not None:
+            backend = started.result()
+        else:
+            backend = get_backend(name, devices=devices)
+            warm_up(backend)
         return backend, backend.prepare(problem)
     except InputError as exc:
-        backend.close()
+        if backend is not None:
+            backend.close()
         if not (name == "auto" and exc.field == "device memory"):
             raise
         unused = f"; --devices {_listed(devices)} unused" if devices and len(devices) > 1 else ""
         say(f"{exc.message}; reconstructing on the CPU instead (--backend auto{unused})")
     except BaseException:
-        backend.close()
+        if backend is not None:
+            backend.close()
         raise
     backend = get_backend("cpu")
     warm_up(backend)
