@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 if [ -x .venv/bin/snakemake ]; then export PATH="$PWD/.venv/bin:$PATH"; fi
 MIRROR="${BATTUS_MIRROR:-$(cd .. && pwd)/shared/data}"
 CORES="${CORES:-2}"
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (at %ds)\n' "$*" "$SECONDS"; }
 
 step "default workflow end to end (offline, CPU)"
 snakemake --cores "$CORES"
