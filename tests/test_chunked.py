@@ -128,3 +128,26 @@ def test_a_damaged_chunk_of_a_history_is_one_line(tmp_path):
         dset.id.write_direct_chunk((0,), bytes(payload))
     with pytest.raises(InputError, match="graph/indices"):
         read_history(path)
+
+
+def test_a_chunk_index_h5py_cannot_walk_is_left_to_hdf5(tmp_path, monkeypatch):
+    """An h5py without the chunk-index calls (or one that fails on them): HDF5 reads the file."""
+    import battus.chunked
+    from battus.graph import from_arcs
+    from battus.io import read_history, write_history
+    from battus.problem import Problem, observe
+    from battus.simulate import simulate
+
+    rng = np.random.default_rng(4)
+    n = 30_000
+    graph = from_arcs(rng.integers(0, n, 4 * n), rng.integers(0, n, 4 * n), directed=False, n=n)
+    truth = simulate(graph, "sir", 5, 40, 0.3, 0.2, seed=3)
+    path = tmp_path / "h.h5"
+    write_history(path, Problem(graph, "sir", 5, 40, observe(truth, np.array([2, 5])), truth, name="h"))
+
+    def missing(dset):
+        raise AttributeError("'DatasetID' object has no attribute 'get_chunk_info_by_coord'")
+
+    monkeypatch.setattr(battus.chunked, "read_chunked", missing)
+    got = read_history(path)
+    assert np.array_equal(got.truth, truth) and np.array_equal(got.graph.indices, graph.indices)

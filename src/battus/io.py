@@ -294,7 +294,10 @@ def _read_large(ds: h5py.Dataset) -> np.ndarray | None:
         return None
     from .chunked import read_chunked  # numba: only where a large array is read
 
-    return read_chunked(ds)
+    try:
+        return read_chunked(ds)
+    except H5_ERRORS:  # a chunk index h5py cannot walk: HDF5's own read then says what is wrong
+        return None
 
 
 def _narrow(data: np.ndarray, dtype: np.dtype, source, name: str) -> np.ndarray:
