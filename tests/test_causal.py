@@ -418,3 +418,40 @@ def test_warm_up_compiles_every_kernel_the_run_uses(method):
     assert after == warm  # no new signature: nothing compiled inside reconstruct's interval
     assert warm["battus.kernels.causal_cpu._frames"] >= 1 and warm["battus.kernels.fit_cpu.segmented_loglik"] >= 1
     assert warmup_seconds > 0.0 and algorithm_seconds > 0.0
+
+
+_NARROW_SCRIPT = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from numba.core.registry import CPUDispatcher
+from test_causal import random_problem
+from battus.backends import CPUBackend
+from battus.pipeline import method_options, reconstruct, warm_up_for
+from battus.kernels import fit_cpu, infer_cpu
+
+def compiled():
+    return {m.__name__ + "." + name: len(obj.signatures) for m in (fit_cpu, infer_cpu)
+            for name, obj in vars(m).items() if isinstance(obj, CPUDispatcher)}
+
+backend = CPUBackend()
+warm_up_for(method_options("battus"))(backend)  # what `battus reconstruct --method battus` warms up
+warm = compiled()
+for method in ("battus", "battus-z"):
+    reconstruct(random_problem(0, "sir", False), method_options(method), backend=backend)
+print(json.dumps([warm, compiled()]))
+"""
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_DISABLE_JIT") == "1", reason="kernels are plain Python")
+def test_warm_up_compiles_only_what_a_run_without_posteriors_uses():
+    """A run that keeps no posteriors decodes each vertex as its posteriors are formed: its warm-up
+    compiles that decode for both decoders and leaves out the kernels that form and decode every
+    posterior (seconds to compile on a cold cache); the timed runs compile nothing."""
+    proc = subprocess.run([sys.executable, "-c", _NARROW_SCRIPT, os.path.dirname(__file__)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warm, after = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert after == warm
+    assert warm["battus.kernels.infer_cpu.forward_backward_hitting_times"] >= 1
+    for kernel in ("forward_backward", "threshold_hitting_times", "map_hitting_times"):
+        assert warm["battus.kernels.infer_cpu." + kernel] == 0, kernel

@@ -610,3 +610,25 @@ def test_loglik_and_simulator_match_naive_reference(graph, backend):
         want = naive.naive_simulate(graph, "sir", T, 3, 0.35, 0.25, seed=5, same_step_recovery=same_step_recovery)
         got = simulate(graph, "sir", T, 3, 0.35, 0.25, seed=5, backend="cuda", same_step_recovery=same_step_recovery)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kind", ["cpu", "cuda"])
+def test_warm_up_passes_its_flags_and_remembers_what_it_covered(kind):
+    """Each backend hands ``exercise`` what the run needs (causal repair, fit, posteriors kept) and
+    warms up again only for what no earlier warm-up covered; a fit on the GPU takes each of its
+    group-pair kernels in turn. (``exercise`` here records its calls: nothing compiles.)"""
+    from battus.backends import CPUBackend
+    from battus.backends.cuda import CUDABackend
+
+    backend = CPUBackend() if kind == "cpu" else CUDABackend(small_bins())
+    backend.simulated = False  # the simulator's warm-up compiles nothing, so it skips exercise
+    calls = []
+
+    def exercise(be, causal, fit, posteriors):
+        calls.append((causal, fit, posteriors))
+
+    for flags in ((False, False, False), (False, False, False), (False, False, True), (True, True, True),
+                  (False, True, False), (False, False, True)):
+        backend.warm_up(exercise, *flags)
+    fits = 2 if kind == "cuda" else 1  # the two group-pair kernels
+    assert calls == [(False, False, False), (False, False, True)] + [(True, True, True)] * fits

@@ -173,7 +173,7 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
     # chosen and warmed up (the CUDA context, every kernel the options run loaded from Numba's cache)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
     input_sha256 = pool.submit(sha256_file, args.history)
-    started = pool.submit(start_backend, args.backend, args.devices, warm_up_for(options))
+    started = pool.submit(start_backend, args.backend, args.devices, warm_up_for(options, args.posteriors))
     try:
         problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
         require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,

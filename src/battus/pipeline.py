@@ -30,10 +30,10 @@ from .warmup import warm_up
 __all__ = ["DECODERS", "DEFAULT_RATES", "METHODS", "FitSettings", "Options", "method_options", "reconstruct"]
 
 
-def warm_up_for(options: Options):
+def warm_up_for(options: Options, keep_posteriors: bool = False):
     """The warm-up a reconstruction under ``options`` needs (the kernels it runs, compiled or
-    loaded), as :func:`battus.backends.start_backend` takes it."""
-    return functools.partial(warm_up, causal=options.causal, fit=options.fit)
+    loaded, and no others), as :func:`battus.backends.start_backend` takes it."""
+    return functools.partial(warm_up, causal=options.causal, fit=options.fit, posteriors=keep_posteriors)
 
 
 def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cpu", keep_posteriors: bool = False,
@@ -64,7 +64,7 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     say = progress or (lambda msg: None)
-    warm = warm_up_for(options)
+    warm = warm_up_for(options, keep_posteriors)
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
     if isinstance(backend, str):

@@ -50,12 +50,13 @@ class Backend(Protocol):
     # causal repair packs hitting times into narrow fields: the most frames it supports
     max_causal_frames: int
 
-    def warm_up(self, exercise: Callable[[Backend, bool, bool], None], causal: bool = False,
-                fit: bool = True) -> None:
+    def warm_up(self, exercise: Callable[[Backend, bool, bool, bool], None], causal: bool = False,
+                fit: bool = True, posteriors: bool = True) -> None:
         """Compile (or load from Numba's cache) every kernel a reconstruction will use, the causal
         repair's too when ``causal`` and the fit's when ``fit``, so that the timed interval holds no
         compilation (and a run that does not fit does not pay for loading the fit's kernels).
-        ``exercise(backend, causal, fit)`` runs those kernels on a tiny problem
+        ``posteriors``: also those that form and decode every posterior, kept (``--posteriors``).
+        ``exercise(backend, causal, fit, posteriors)`` runs those kernels on a tiny problem
         (:func:`battus.warmup.run_every_kernel`, which the caller hands in)."""
 
     def prepare(self, problem: Problem) -> Prepared:
@@ -110,6 +111,6 @@ class Backend(Protocol):
         """Stop whatever the backend runs beside this process (the CUDA backend's fitting workers)."""
 
 
-def needs_warm_up(warmed: set[tuple[bool, bool]], causal: bool, fit: bool) -> bool:
-    """Whether no earlier warm-up (a set of its ``(causal, fit)``) covered these kernels."""
-    return not any((c or not causal) and (f or not fit) for c, f in warmed)
+def needs_warm_up(warmed: set[tuple[bool, bool, bool]], causal: bool, fit: bool, posteriors: bool) -> bool:
+    """Whether no earlier warm-up (a set of its ``(causal, fit, posteriors)``) covered these kernels."""
+    return not any((c or not causal) and (f or not fit) and (p or not posteriors) for c, f, p in warmed)

@@ -23,7 +23,7 @@ class CPUBackend:
         import numba
 
         self.device = f"{platform.processor() or platform.machine()} x{numba.get_num_threads()} threads"
-        self._warmed: set[tuple[bool, bool]] = set()  # the (causal, fit) warm_up has run with
+        self._warmed: set[tuple[bool, bool, bool]] = set()  # the (causal, fit, posteriors) warm_up has run with
 
     def prepare(self, problem: Problem) -> Prepared:
         obs = problem.observations
@@ -53,11 +53,11 @@ class CPUBackend:
     def stop_interval(self, start: float) -> float:
         return time.perf_counter() - start
 
-    def warm_up(self, exercise, causal: bool = False, fit: bool = True) -> None:
+    def warm_up(self, exercise, causal: bool = False, fit: bool = True, posteriors: bool = True) -> None:
         """Load every kernel (compiled or from Numba's cache) outside the timed interval."""
-        if needs_warm_up(self._warmed, causal, fit):
-            exercise(self, causal, fit)
-            self._warmed.add((causal, fit))
+        if needs_warm_up(self._warmed, causal, fit, posteriors):
+            exercise(self, causal, fit, posteriors)
+            self._warmed.add((causal, fit, posteriors))
 
     def loglik_batch(self, prep: Prepared, prior, beta_i: np.ndarray, beta_r: np.ndarray) -> np.ndarray:
         return fit_cpu.segmented_loglik(

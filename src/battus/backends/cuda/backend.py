@@ -76,7 +76,7 @@ class CUDABackend:
         self.passes = FitPasses(self.memory, self.settings, self.threads)
         self.pool = WorkerPool()
         self.rounds = FitRounds(self.passes, self.pool)
-        self._warmed: set[tuple[bool, bool]] = set()  # the (causal, fit) warm_up has run with
+        self._warmed: set[tuple[bool, bool, bool]] = set()  # the (causal, fit, posteriors) warm_up has run with
 
     # -- interface
 
@@ -100,7 +100,7 @@ class CUDABackend:
         stop.synchronize()
         return cuda.event_elapsed_time(start, stop) / 1e3
 
-    def warm_up(self, exercise, causal: bool = False, fit: bool = True) -> None:
+    def warm_up(self, exercise, causal: bool = False, fit: bool = True, posteriors: bool = True) -> None:
         """Compile every kernel on a tiny problem, outside the timed interval.
 
         With several ``devices`` a warm-up for a fit also starts one worker
@@ -112,18 +112,19 @@ class CUDABackend:
         if starting:
             self.pool.start(list(self.devices[1:]), self.settings)
         try:
-            if needs_warm_up(self._warmed, causal, fit) and not self.simulated:  # the simulator compiles nothing
+            # the simulator compiles nothing
+            if needs_warm_up(self._warmed, causal, fit, posteriors) and not self.simulated:
                 spread, self.pool.spread = self.pool.spread, False  # warm up this device alone
                 try:
                     # a fit's group-pair step has two kernels, picked by the graph's work items
                     # (two_lane_max_arcs): the tiny problem takes each in turn
                     for forced in ((0.0, math.inf) if fit else (self.settings.two_lane_max_arcs,)):
                         self.passes.settings = replace(self.settings, two_lane_max_arcs=forced)
-                        exercise(self, causal, fit)
+                        exercise(self, causal, fit, posteriors)
                 finally:
                     self.pool.spread = spread
                     self.passes.settings = self.settings
-                self._warmed.add((causal, fit))
+                self._warmed.add((causal, fit, posteriors))
         finally:
             if starting:
                 self.pool.started()
