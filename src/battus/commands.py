@@ -137,13 +137,19 @@ def _truth_for(args: argparse.Namespace) -> str:
     return "skip" if args.schedule is None else "optional"
 
 
-def _score_written(args: argparse.Namespace, problem, prediction: dict) -> None:
-    """--score: the prediction just written to --out, scored against the history's truth in this
-    process, as `battus score HISTORY OUT --out SCORE` scores the file."""
+def _write_and_score(args: argparse.Namespace, recon, problem, summary: str, input_sha256: str | None = None) -> None:
+    """Write a method's prediction to --out (its observed frames in the provenance), say
+    ``summary``, then with --score score the prediction as written, against the history's truth,
+    in this process: what `battus score HISTORY OUT --out SCORE` gives for the file."""
+    from .io import write_prediction
     from .score import score_prediction
 
+    written = write_prediction(args.out, recon, problem, args.history,
+                               extra={"observed_times": problem.observations.times.tolist()},
+                               input_sha256=input_sha256)
+    _say(args.quiet)(f"{summary} -> {args.out}")
     if args.score is not None:
-        result = score_prediction(problem, prediction, str(args.out))
+        result = score_prediction(problem, written, str(args.out))
         _write_scores({**result, "prediction": str(args.out), "history": str(args.history)}, args.score, args.quiet)
 
 
@@ -164,7 +170,7 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
     import concurrent.futures
 
     from .backends import start_backend
-    from .io import read_history, sha256_file, write_prediction
+    from .io import read_history, sha256_file
     from .memory import reconstruct_bytes, require
     from .pipeline import reconstruct, warm_up_for
 
@@ -187,15 +193,12 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
                             started=started)
     finally:
         _close_started(started)  # reconstruct closed it, unless reading failed first (closing is idempotent)
-    written = write_prediction(args.out, recon, problem, args.history,
-                               extra={"observed_times": problem.observations.times.tolist()},
-                               input_sha256=input_sha256.result())
-    pool.shutdown()
     runs = recon.extras.get("algorithm_seconds_runs", [recon.algorithm_seconds])
     timed = f"median of {len(runs)} runs " if len(runs) > 1 else ""
-    say(f"done in {timed}{recon.algorithm_seconds * 1e3:.1f} ms on {recon.backend} ({recon.device}); "
-        f"rates=({recon.beta_i:.4g}, {recon.beta_r:.4g}) -> {args.out}")
-    _score_written(args, problem, written)
+    _write_and_score(args, recon, problem,
+                     f"done in {timed}{recon.algorithm_seconds * 1e3:.1f} ms on {recon.backend} ({recon.device}); "
+                     f"rates=({recon.beta_i:.4g}, {recon.beta_r:.4g})", input_sha256.result())
+    pool.shutdown()
 
 
 def _close_started(started) -> None:
@@ -210,24 +213,21 @@ def _close_started(started) -> None:
 
 def cmd_baseline(args: argparse.Namespace) -> None:
     from .baselines import baseline
-    from .io import read_history, write_prediction
+    from .io import read_history
     from .memory import history_bytes, require
 
     problem = _observed(read_history(args.history, truth="required" if args.method == "truth" else _truth_for(args)),
                         args)
     require(3 * history_bytes(problem.n, problem.T), args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
     recon = baseline(problem, args.method, seed=args.seed)
-    written = write_prediction(args.out, recon, problem, args.history,
-                               extra={"observed_times": problem.observations.times.tolist()})
-    _say(args.quiet)(f"{args.method} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "
-                     f"-> {args.out}")
-    _score_written(args, problem, written)
+    _write_and_score(args, recon, problem,
+                     f"{args.method} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms")
 
 
 def cmd_run_method(args: argparse.Namespace) -> None:
     import shlex
 
-    from .io import read_history, write_prediction
+    from .io import read_history
     from .plugins import run_method
 
     try:
@@ -238,11 +238,8 @@ def cmd_run_method(args: argparse.Namespace) -> None:
     # --quiet: the plug-in's output is kept and shown only if it fails, not streamed
     recon = run_method(args.name, argv, problem, threads=args.threads, seed=args.seed,
                        progress=None if args.quiet else _say(False), time_limit=args.time_limit)
-    written = write_prediction(args.out, recon, problem, args.history,
-                               extra={"observed_times": problem.observations.times.tolist()})
-    _say(args.quiet)(f"method {args.name} on {problem.name or args.history} in {recon.algorithm_seconds * 1e3:.1f} ms "
-                     f"({recon.extras['plugin_timing']}) -> {args.out}")
-    _score_written(args, problem, written)
+    _write_and_score(args, recon, problem, f"method {args.name} on {problem.name or args.history} in "
+                     f"{recon.algorithm_seconds * 1e3:.1f} ms ({recon.extras['plugin_timing']})")
 
 
 def cmd_score(args: argparse.Namespace) -> None:

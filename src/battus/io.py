@@ -273,11 +273,12 @@ def _read(fh: h5py.File, name: str, *, kinds: str = "uib", ndim: int | None = No
         raise InputError(fh.filename, name, f"expected {_KIND_NAMES.get(kinds, kinds)}, got {found}")
     if ndim is not None and len(shape) != ndim:
         raise InputError(fh.filename, name, f"expected a {ndim}-D array, got shape {shape}")
-    needed = int(np.prod(shape, dtype=object)) * found.itemsize
+    size = int(np.prod(shape, dtype=object))
+    needed = size * found.itemsize
     if needed > available_bytes():
         raise InputError(fh.filename, name, f"declares shape {shape}, which needs {format_bytes(needed)}")
     try:
-        data = _read_large(ds) if int(np.prod(shape, dtype=object)) > _BIG else None
+        data = _read_large(ds) if size > _BIG else None
         if data is None:
             data = np.asarray(ds[()])
     except H5_ERRORS as exc:  # truncated file, checksum mismatch, unsupported filter
@@ -290,9 +291,7 @@ def _read(fh: h5py.File, name: str, *, kinds: str = "uib", ndim: int | None = No
 def _read_large(ds: h5py.Dataset) -> np.ndarray | None:
     """A large array as this package writes it, its chunks checked and inflated on every core
     (:func:`battus.chunked.read_chunked`); None for HDF5 to read any other."""
-    if ds.chunks is None:
-        return None
-    from .chunked import read_chunked  # numba: only where a large array is read
+    from .chunked import read_chunked
 
     try:
         return read_chunked(ds)
@@ -474,21 +473,23 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
         _put(hit, "recovery", recon.t_rec.astype(np.int64))
         if posteriors is not None:
             _put(fh, "posteriors", posteriors)
-    return _prediction_record(states, posteriors, {key: _as_scalar(value) for key, value in attrs.items()})
+    return _prediction_record(states, posteriors, json.loads(attrs["params"]), json.loads(attrs["provenance"]),
+                              {key: _as_scalar(value) for key, value in attrs.items()})
 
 
-def _prediction_record(states: np.ndarray, posteriors: np.ndarray | None, attrs: dict) -> dict:
-    """What :func:`read_prediction` returns, from a prediction's arrays and its attributes as
-    Python values (text as ``str``, numbers as ``int``/``float``/``bool``), already checked."""
-    record = {
-        "states": states,
-        "posteriors": posteriors,
-        "params": json.loads(attrs.get("params", "{}")),
-        "provenance": json.loads(attrs.get("provenance", "{}")),
-    }
-    for key in ("algorithm_seconds", "beta_i", "beta_r"):
+_PREDICTION_NUMBERS = ("algorithm_seconds", "beta_i", "beta_r")
+_PREDICTION_TEXTS = ("method", "backend", "device", "model", "name", "package_version")
+
+
+def _prediction_record(states: np.ndarray, posteriors: np.ndarray | None, params: dict, prov: dict,
+                       attrs: dict) -> dict:
+    """What :func:`read_prediction` returns, from a prediction's arrays, its decoded ``params`` and
+    ``provenance``, and its other attributes as checked Python values (text as ``str``, numbers as
+    ``int``/``float``/``bool``, NaN for a missing number, None for missing text)."""
+    record = {"states": states, "posteriors": posteriors, "params": params, "provenance": prov}
+    for key in _PREDICTION_NUMBERS:
         record[key] = float(attrs.get(key, float("nan")))
-    for key in ("method", "backend", "device", "model", "name", "package_version"):
+    for key in _PREDICTION_TEXTS:
         record[key] = attrs.get(key)
     for key, value in attrs.items():  # a method's own scalar results (Battus-C's feasibility, counts)
         if key not in record and key not in ("format", "format_version", "T") and isinstance(
@@ -511,22 +512,11 @@ def read_prediction(path: str | Path, model: str | None = None) -> dict:
             states = _read(fh, "states", ndim=2)
             check_states(states, str(path), "states", model or "sir")
             posteriors = _read(fh, "posteriors", kinds="f", ndim=3, optional=True)
-            record = {
-                "states": states.astype(np.uint8),
-                "posteriors": posteriors,
-                "params": _json_attr(fh, "params", path),
-                "provenance": _json_attr(fh, "provenance", path),
-                "algorithm_seconds": _float_attr(fh, "algorithm_seconds", path),
-                "beta_i": _float_attr(fh, "beta_i", path),
-                "beta_r": _float_attr(fh, "beta_r", path),
-            }
-            for key in ("method", "backend", "device", "model", "name", "package_version"):
-                record[key] = _text_attr(fh, key, path)
-            for key in fh.attrs.keys():  # a method's own scalar results (Battus-C's feasibility, counts)
-                if key not in record and key not in ("format", "format_version", "T"):
-                    value = _as_scalar(_raw_attr(fh, key, path, f"@{key}"))
-                    if isinstance(value, bool | int | float | str):
-                        record[key] = value
+            params, prov = _json_attr(fh, "params", path), _json_attr(fh, "provenance", path)
+            checked = {key: _float_attr(fh, key, path) for key in _PREDICTION_NUMBERS}
+            checked.update((key, _text_attr(fh, key, path)) for key in _PREDICTION_TEXTS)
+            others = {key: _as_scalar(_raw_attr(fh, key, path, f"@{key}")) for key in fh.attrs.keys()
+                      if key not in checked and key not in ("params", "provenance", "format", "format_version", "T")}
         except H5_ERRORS as exc:
             raise unreadable(path, "file", exc) from None
-    return record
+    return _prediction_record(states.astype(np.uint8), posteriors, params, prov, {**others, **checked})
