@@ -106,19 +106,27 @@ def test_read_chunked_leaves_other_layouts_and_bad_chunks_to_hdf5(tmp_path):
             fh["bad_body"][...]
 
 
-def test_a_damaged_chunk_of_a_history_is_one_line(tmp_path):
-    from battus.errors import InputError
+def _large_history(path, seed: int, n: int, T: int):
+    """A SIR history whose graph and truth are large enough to be stored in chunks; its graph and
+    truth."""
     from battus.graph import from_arcs
-    from battus.io import read_history, write_history
+    from battus.io import write_history
     from battus.problem import Problem, observe
     from battus.simulate import simulate
 
-    rng = np.random.default_rng(3)
-    n = 40_000
+    rng = np.random.default_rng(seed)
     graph = from_arcs(rng.integers(0, n, 4 * n), rng.integers(0, n, 4 * n), directed=False, n=n)
-    truth = simulate(graph, "sir", 6, 50, 0.3, 0.2, seed=2)
+    truth = simulate(graph, "sir", T, n // 750, 0.3, 0.2, seed=seed - 1)
+    write_history(path, Problem(graph, "sir", T, n // 750, observe(truth, np.array([T // 2, T])), truth, name="h"))
+    return graph, truth
+
+
+def test_a_damaged_chunk_of_a_history_is_one_line(tmp_path):
+    from battus.errors import InputError
+    from battus.io import read_history
+
     path = tmp_path / "h.h5"
-    write_history(path, Problem(graph, "sir", 6, 50, observe(truth, np.array([3, 6])), truth, name="h"))
+    _, truth = _large_history(path, seed=3, n=40_000, T=6)
     assert np.array_equal(read_history(path).truth, truth)
     with h5py.File(path, "r+") as fh:
         dset = fh["graph/indices"]
@@ -133,17 +141,10 @@ def test_a_damaged_chunk_of_a_history_is_one_line(tmp_path):
 def test_a_chunk_index_h5py_cannot_walk_is_left_to_hdf5(tmp_path, monkeypatch):
     """An h5py without the chunk-index calls (or one that fails on them): HDF5 reads the file."""
     import battus.chunked
-    from battus.graph import from_arcs
-    from battus.io import read_history, write_history
-    from battus.problem import Problem, observe
-    from battus.simulate import simulate
+    from battus.io import read_history
 
-    rng = np.random.default_rng(4)
-    n = 30_000
-    graph = from_arcs(rng.integers(0, n, 4 * n), rng.integers(0, n, 4 * n), directed=False, n=n)
-    truth = simulate(graph, "sir", 5, 40, 0.3, 0.2, seed=3)
     path = tmp_path / "h.h5"
-    write_history(path, Problem(graph, "sir", 5, 40, observe(truth, np.array([2, 5])), truth, name="h"))
+    graph, truth = _large_history(path, seed=4, n=30_000, T=5)
 
     def missing(dset):
         raise AttributeError("'DatasetID' object has no attribute 'get_chunk_info_by_coord'")
