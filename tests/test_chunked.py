@@ -7,10 +7,10 @@ import h5py
 import numpy as np
 import pytest
 
-from battus.chunked import fletcher32, write_compressed
+from battus.chunked import chunk_shape, fletcher32, write_compressed
 
 ARRAYS = {
-    "states": lambda rng: rng.integers(0, 3, (41, 300_001)).astype(np.uint8),  # edge chunks in both axes
+    "states": lambda rng: rng.integers(0, 3, (41, 300_001)).astype(np.uint8),  # a chunk a frame
     "times": lambda rng: rng.integers(-1, 41, 1_234_567).astype(np.int64),
     "posteriors": lambda rng: rng.random((5, 3, 70_001)).astype(np.float32),
 }
@@ -22,8 +22,8 @@ def test_chunks_match_hdf5_filters(tmp_path, kind):
     with h5py.File(tmp_path / "ours.h5", "w") as fh:
         write_compressed(fh, "x", data)
     with h5py.File(tmp_path / "hdf5.h5", "w") as fh:
-        fh.create_dataset("x", data=data, chunks=True, compression="gzip", compression_opts=4, shuffle=True,
-                          fletcher32=True)
+        fh.create_dataset("x", data=data, chunks=chunk_shape(data.shape, data.dtype.itemsize), compression="gzip",
+                          compression_opts=4, shuffle=True, fletcher32=True)
     with h5py.File(tmp_path / "ours.h5") as ours, h5py.File(tmp_path / "hdf5.h5") as ref:
         a, b = ours["x"], ref["x"]
         assert (a.chunks, a.compression, a.compression_opts, a.shuffle, a.fletcher32) == (
@@ -37,6 +37,15 @@ def test_chunks_match_hdf5_filters(tmp_path, kind):
             # same checksum over HDF5's own deflate output
             assert zlib.decompress(mine[:-4]) == zlib.decompress(theirs[:-4])
             assert fletcher32(np.frombuffer(theirs[:-4], np.uint8)).to_bytes(4, "little") == theirs[-4:]
+
+
+def test_chunk_shape_fills_the_last_axes_first():
+    assert chunk_shape((41, 3_072_441), 1) == (1, 1 << 20)  # a frame in three chunks, the last padded
+    assert chunk_shape((3_072_441,), 8) == (1 << 17,)
+    assert chunk_shape((10_000, 100), 1) == (10_000, 100)  # many short frames share a chunk
+    assert chunk_shape((100_000, 100), 1) == (10_485, 100)
+    assert chunk_shape((5, 3, 70_001), 4) == (1, 3, 70_001)
+    assert chunk_shape((7,), 8) == (7,)
 
 
 def test_damaged_chunk_is_refused_on_read(tmp_path):

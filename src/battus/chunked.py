@@ -66,11 +66,29 @@ def _workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+CHUNK_BYTES = 1 << 20
+
+
+def chunk_shape(shape: tuple[int, ...], itemsize: int, target: int = CHUNK_BYTES) -> tuple[int, ...]:
+    """Chunks of about ``target`` bytes, whole along the last axes first: a frame of a history
+    (a row of ``(T + 1, n)`` states) is read from few chunks, and a large array is a few hundred
+    chunks, not thousands (each chunk costs a call into HDF5 under the interpreter lock)."""
+    chunk = []
+    room = max(1, target // itemsize)  # elements still to place
+    for size in reversed(shape):
+        take = max(1, min(size, room))
+        chunk.append(take)
+        room = max(1, room // take)
+    return tuple(reversed(chunk))
+
+
 def write_compressed(group: h5py.Group, name: str, data: np.ndarray, level: int = 4) -> h5py.Dataset:
-    """``data`` as a chunked dataset with shuffle, gzip ``level`` and Fletcher-32, chunks compressed
-    in parallel. Edge chunks are padded with zeros to the full chunk, as HDF5 pads them."""
+    """``data`` as a chunked dataset (:func:`chunk_shape`) with shuffle, gzip ``level`` and
+    Fletcher-32, chunks compressed in parallel. Edge chunks are padded with zeros to the full
+    chunk, as HDF5 pads them."""
     data = np.ascontiguousarray(data)
-    dset = group.create_dataset(name, shape=data.shape, dtype=data.dtype, chunks=True,
+    dset = group.create_dataset(name, shape=data.shape, dtype=data.dtype,
+                                chunks=chunk_shape(data.shape, data.dtype.itemsize),
                                 compression="gzip", compression_opts=level, shuffle=True,
                                 fletcher32=True)
     chunk = dset.chunks

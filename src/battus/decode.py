@@ -87,7 +87,8 @@ def causal_decode(backend, prep, problem, gamma, t_inf, t_rec) -> tuple:
 def states_from_hitting_times(t_inf: np.ndarray, t_rec: np.ndarray, T: int) -> np.ndarray:
     """(T+1, n) uint8 history: S before t_inf, I until t_rec, R from t_rec."""
     t = np.arange(T + 1, dtype=np.int64)[:, None]
-    return ((t >= t_inf[None, :]).astype(np.uint8) + (t >= t_rec[None, :]).astype(np.uint8))
+    # a bool array viewed as uint8 is 0/1, without the copy astype makes
+    return (t >= t_inf[None, :]).view(np.uint8) + (t >= t_rec[None, :]).view(np.uint8)
 
 
 def hitting_times(states: np.ndarray, level: int) -> np.ndarray:

@@ -68,13 +68,13 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     # compilation stays outside the algorithm interval and is recorded on its own
     warm_started = time.perf_counter()
     if isinstance(backend, str):
-        backend, prep = open_backend(backend, devices, problem, warm, say, started)
+        backend, prep = open_backend(backend, devices, problem, warm, say, started, options.fit)
         owned = True
     else:
         if devices is not None or started is not None:
             raise ValueError("devices and started go with a backend given by name; a Backend object has its own")
         warm(backend)
-        prep, owned = backend.prepare(problem), False
+        prep, owned = backend.prepare(problem, options.fit), False
     try:
         return _reconstruct(problem, options, backend, prep, time.perf_counter() - warm_started, say,
                             keep_posteriors, repeats, repeat_seconds)

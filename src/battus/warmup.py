@@ -37,7 +37,7 @@ def run_every_kernel(backend: Backend, causal: bool, fit: bool = True, posterior
     causal repair, which reads them) only when asked for: on the CPU they are other kernels, whose
     first compilation takes seconds."""
     tiny = tiny_problem()
-    prep = backend.prepare(tiny)
+    prep = backend.prepare(tiny, fit)
     if fit:
         fit_rates(backend, prep, tiny, FitSettings(grid_points=9, refine_points=2, refine_rounds=1))
     for reset in (False, True):

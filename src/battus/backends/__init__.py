@@ -97,8 +97,10 @@ def start_backend(name: str, devices: Sequence[int] | None, warm_up: Callable[[B
 
 
 def open_backend(name: str, devices: Sequence[int] | None, problem: Problem, warm_up: Callable[[Backend], None],
-                 say: Callable[[str], None], started: Future | None = None) -> tuple[Backend, Prepared]:
-    """The backend a reconstruction runs on, warmed up (``warm_up(backend)``) and holding ``problem``.
+                 say: Callable[[str], None], started: Future | None = None,
+                 fit: bool = True) -> tuple[Backend, Prepared]:
+    """The backend a reconstruction runs on, warmed up (``warm_up(backend)``) and holding ``problem``
+    (prepared for fitting rates when ``fit``).
 
     The one place a backend is chosen and fallen back from: :func:`get_backend`
     picks it; with ``auto``, a problem too large for the GPU's free memory
@@ -115,7 +117,7 @@ def open_backend(name: str, devices: Sequence[int] | None, problem: Problem, war
         else:
             backend = get_backend(name, devices=devices)
             warm_up(backend)
-        return backend, backend.prepare(problem)
+        return backend, backend.prepare(problem, fit)
     except InputError as exc:
         if backend is not None:
             backend.close()
@@ -129,7 +131,7 @@ def open_backend(name: str, devices: Sequence[int] | None, problem: Problem, war
         raise
     backend = get_backend("cpu")
     warm_up(backend)
-    return backend, backend.prepare(problem)
+    return backend, backend.prepare(problem, fit)
 
 
 def _require_devices(devices: Sequence[int]) -> None:

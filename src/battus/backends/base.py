@@ -59,8 +59,9 @@ class Backend(Protocol):
         ``exercise(backend, causal, fit, posteriors)`` runs those kernels on a tiny problem
         (:func:`battus.warmup.run_every_kernel`, which the caller hands in)."""
 
-    def prepare(self, problem: Problem) -> Prepared:
-        """Hold graph and observations in the backend's memory."""
+    def prepare(self, problem: Problem, fit: bool = True) -> Prepared:
+        """Hold graph and observations in the backend's memory, with what fitting rates needs when
+        ``fit`` (:func:`battus.fit.fit_rates` on a problem prepared without it is an error)."""
 
     def synchronize(self) -> None:
         """Wait until all queued work is done."""

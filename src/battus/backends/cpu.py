@@ -25,7 +25,7 @@ class CPUBackend:
         self.device = f"{platform.processor() or platform.machine()} x{numba.get_num_threads()} threads"
         self._warmed: set[tuple[bool, bool, bool]] = set()  # the (causal, fit, posteriors) warm_up has run with
 
-    def prepare(self, problem: Problem) -> Prepared:
+    def prepare(self, problem: Problem, fit: bool = True) -> Prepared:  # fitting needs nothing more here
         obs = problem.observations
         left, right = segments(obs.times, problem.T)
         obs_index = obs.index(problem.T)

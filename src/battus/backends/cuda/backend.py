@@ -133,11 +133,12 @@ class CUDABackend:
         """Stop the fitting workers (also done when the backend is garbage-collected or at exit)."""
         self.pool.close()
 
-    def prepare(self, problem: Problem) -> CUDAPrepared:
-        """Upload graph and observations and build the degree bins and work items (outside the timed
-        interval), after checking that they fit; with fitting workers, each prepares a copy too."""
-        prep = upload(self.memory, problem, self.settings, self.threads)
-        if self.pool.spread:
+    def prepare(self, problem: Problem, fit: bool = True) -> CUDAPrepared:
+        """Upload graph and observations and build the degree bins, and for a ``fit`` the work items
+        (outside the timed interval), after checking that they fit; with fitting workers, each
+        prepares a copy too."""
+        prep = upload(self.memory, problem, self.settings, self.threads, fit)
+        if fit and self.pool.spread:
             self.pool.prepare(prep, problem)
         return prep
 

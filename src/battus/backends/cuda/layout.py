@@ -42,8 +42,10 @@ class CUDAPrepared(Prepared):
     compact: dict = field(default_factory=dict)
 
 
-def upload(memory: DeviceMemory, problem: Problem, settings: CUDASettings, threads: int) -> CUDAPrepared:
-    """Graph and observations on the device, with the degree bins and the fitting work items.
+def upload(memory: DeviceMemory, problem: Problem, settings: CUDASettings, threads: int,
+           fit: bool = True) -> CUDAPrepared:
+    """Graph and observations on the device, with the degree bins, and the fitting work items when
+    ``fit`` (a reconstruction at given rates never reads them).
 
     First checks that the problem's device arrays fit (:func:`battus.backends.cuda.memory.inference_bytes`).
     """
@@ -83,7 +85,8 @@ def upload(memory: DeviceMemory, problem: Problem, settings: CUDASettings, threa
     if indices.shape[0]:
         layout_cuda.renumber_sources[grid, BLOCK](prep.gather_id, prep.indices, prep.gather_indices)
     prep.bins = build_bins(memory, indptr, settings, threads)
-    prep.items = build_items(memory, indptr, gather_id, settings.item_arcs)
+    if fit:
+        prep.items = build_items(memory, indptr, gather_id, settings.item_arcs)
     prep.host_indptr, prep.host_gather_id, prep.host_obs_states = indptr, gather_id, obs.states
     return prep
 
@@ -96,7 +99,10 @@ def gather_order(times_gathered: np.ndarray) -> np.ndarray:
     stay in L1/L2: with power-law degrees the top 10% of sources take about 40% of all gathers.
     """
     n = times_gathered.shape[0]
-    rank = np.argsort(-times_gathered, kind="stable")
+    most = int(times_gathered.max()) if n else 0
+    # the same stable order either way; numpy sorts 16-bit keys by radix, in linear time
+    key = (most - times_gathered).astype(np.uint16) if most < 1 << 16 else -times_gathered
+    rank = np.argsort(key, kind="stable")
     gather_id = np.empty(n, dtype=np.int32)
     gather_id[rank] = np.arange(n, dtype=np.int32)
     return gather_id

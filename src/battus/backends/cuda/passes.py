@@ -103,6 +103,8 @@ class FitPasses:
         key = (np.dtype(dtype).name, lanes)
         state = scratch.get(key)
         if state is None or state["f_s"].shape[0] < groups:
+            if not prep.items:
+                raise ValueError("fitting rates on a problem prepared without fitting (prepare(problem, fit=False))")
             n, memory = prep.n, self.memory
             memory.require(fit_state_bytes(n, groups, dtype, lanes, prep.items["n_slots"]),
                            f"fitting {groups * lanes} candidates at a time on {n:,} vertices")
