@@ -15,6 +15,8 @@ import sys
 import naive
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from battus.backends import CPUBackend, cuda_available
 from battus.fit import FitSettings, candidate_grid
@@ -78,6 +80,34 @@ def test_bins_cover_every_path(graph, backend):
     deg = graph.in_degree()
     assert (deg < 4).any() and ((deg >= 4) & (deg < 9)).any() and (deg >= 9).any()
     assert deg.max() > 4  # some fitting work items are split
+
+
+def test_a_problem_prepared_without_fitting_has_no_work_items(graph, backend):
+    """Reconstructing at given rates needs no fitting work items: the pressures are those of a
+    problem prepared for fitting, and fitting rates on it is refused, not wrong."""
+    from battus.fit import fit_rates
+
+    problem = _problem(graph, "sir", 2)
+    bare, full = backend.prepare(problem, fit=False), backend.prepare(problem)
+    assert not bare.items and full.items["n_items"] > 0
+    np.testing.assert_array_equal(backend.to_host(backend.pressures(bare, problem.prior, 0.2, 0.1, True)),
+                                  backend.to_host(backend.pressures(full, problem.prior, 0.2, 0.1, True)))
+    with pytest.raises(ValueError, match="prepared without fitting"):
+        fit_rates(backend, bare, problem, SMALL_FIT)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 70_000) | st.integers(0, 40), max_size=300))
+def test_descending_order_is_the_stable_argsort(counts):
+    """The gather order and the warp bin rank by count, largest first, ties by id: the linear-time
+    ranking gives numpy's stable argsort of the negated counts, hubs of 2**16 and more included."""
+    from battus.backends.cuda.layout import descending_order, gather_order
+
+    counts = np.asarray(counts, dtype=np.int64)
+    order = np.argsort(-counts, kind="stable")
+    np.testing.assert_array_equal(descending_order(counts), order)
+    gather_id = gather_order(counts)
+    np.testing.assert_array_equal(gather_id[order], np.arange(counts.shape[0]))
 
 
 @pytest.mark.parametrize("model", ["si", "sir"])

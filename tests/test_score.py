@@ -77,6 +77,19 @@ def test_hitting_frames_equal_hitting_times(seed, T, n, monotone):
     assert t_inf.tolist() == hitting_times(states, 1).tolist() and t_rec.tolist() == hitting_times(states, 2).tolist()
 
 
+@pytest.mark.parametrize("T, n", [(0, 1), (3, 5), (40, 110_000)])  # the last one frame a thread
+def test_states_from_hitting_times_round_trip(T, n):
+    """A monotone history and its hitting times give each other back: the decoders' states are
+    S before t_inf, I until t_rec, R from then on, frame by frame."""
+    from battus.decode import hitting_times, states_from_hitting_times
+
+    states = monotone_history(np.random.default_rng(n), T, n, "sir")
+    t_inf, t_rec = hitting_times(states, 1), hitting_times(states, 2)
+    got = states_from_hitting_times(t_inf, t_rec, T)
+    assert got.dtype == np.uint8 and got.shape == states.shape
+    np.testing.assert_array_equal(got, states)
+
+
 def test_kernels_span_several_vertex_blocks():
     """Histories wider than one block of the kernels (counts summed over blocks and threads)."""
     rng = np.random.default_rng(11)

@@ -14,13 +14,14 @@ does not check out, is left to HDF5 itself.
 from __future__ import annotations
 
 import itertools
-import os
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 import h5py
 import numba
 import numpy as np
+
+from .memory import usable_cores
 
 
 @numba.njit(cache=True, nogil=True)
@@ -59,13 +60,6 @@ def encode_chunk(block: np.ndarray, level: int) -> bytes:
     return packed + checksum.to_bytes(4, "little")
 
 
-def _workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 CHUNK_BYTES = 1 << 20
 
 
@@ -102,7 +96,7 @@ def write_compressed(group: h5py.Group, name: str, data: np.ndarray, level: int 
             part = full
         return encode_chunk(part, level)
 
-    with ThreadPoolExecutor(_workers()) as pool:
+    with ThreadPoolExecutor(usable_cores()) as pool:
         for corner, payload in zip(corners, pool.map(encode, corners), strict=True):
             dset.id.write_direct_chunk(corner, payload)
     return dset
@@ -181,7 +175,7 @@ def read_chunked(dset: h5py.Dataset) -> np.ndarray | None:
         out[inside] = block[tuple(slice(0, s.stop - s.start) for s in inside)]
         return True
 
-    with ThreadPoolExecutor(min(_workers(), len(corners))) as pool:
+    with ThreadPoolExecutor(min(usable_cores(), len(corners))) as pool:
         if not all(pool.map(decode, corners)):
             return None
     return out

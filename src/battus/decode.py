@@ -16,11 +16,13 @@ turn hitting times into state histories and back.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import InputError
+from .memory import usable_cores
 
 if TYPE_CHECKING:
     from .backends.base import Backend, Prepared
@@ -86,9 +88,18 @@ def causal_decode(backend, prep, problem, gamma, t_inf, t_rec) -> tuple:
 
 def states_from_hitting_times(t_inf: np.ndarray, t_rec: np.ndarray, T: int) -> np.ndarray:
     """(T+1, n) uint8 history: S before t_inf, I until t_rec, R from t_rec."""
-    t = np.arange(T + 1, dtype=np.int64)[:, None]
-    # a bool array viewed as uint8 is 0/1, without the copy astype makes
-    return (t >= t_inf[None, :]).view(np.uint8) + (t >= t_rec[None, :]).view(np.uint8)
+    states = np.empty((T + 1, t_inf.shape[0]), dtype=np.uint8)
+
+    def frame(t: int) -> None:  # a bool array viewed as uint8 is 0/1, without a copy
+        np.add((t_inf <= t).view(np.uint8), (t_rec <= t).view(np.uint8), out=states[t])
+
+    if states.size < 1 << 22:
+        for t in range(T + 1):
+            frame(t)
+    else:  # numpy lets go of the interpreter lock inside each frame: the frames on every core
+        with ThreadPoolExecutor(min(T + 1, usable_cores())) as pool:
+            list(pool.map(frame, range(T + 1)))
+    return states
 
 
 def hitting_times(states: np.ndarray, level: int) -> np.ndarray:

@@ -307,7 +307,7 @@ def _narrow(data: np.ndarray, dtype: np.dtype, source, name: str) -> np.ndarray:
         if lo < info.min or hi > info.max:
             bad = lo if lo < info.min else hi
             raise InputError(source, name, f"value {bad} does not fit in {dtype.name}")
-    return data.astype(dtype)
+    return data.astype(dtype, copy=False)
 
 
 def _read_graph(fh: h5py.File, prefix: str = "graph") -> Graph:
@@ -414,10 +414,10 @@ def read_history(path: str | Path, truth: str = "optional") -> Problem:
         observations=Observations(times=times, states=states),
         truth=truth_states, name=name, provenance=prov,
     )
-    check_problem(problem, str(path))
-    problem.observations.states = problem.observations.states.astype(np.uint8)
+    check_problem(problem, str(path), graph_checked=True)  # _read_graph checked the CSR arrays
+    problem.observations.states = problem.observations.states.astype(np.uint8, copy=False)
     if problem.truth is not None:
-        problem.truth = problem.truth.astype(np.uint8)
+        problem.truth = problem.truth.astype(np.uint8, copy=False)
     return problem
 
 

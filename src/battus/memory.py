@@ -26,6 +26,14 @@ def format_bytes(count: float) -> str:
     raise AssertionError("unreachable")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, as a batch scheduler sets it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 @functools.cache  # read once: every dataset read and tensor rebuild asks
 def available_bytes() -> int:
     """Physical memory, or the cgroup limit when one is set and lower."""

@@ -99,13 +99,23 @@ def gather_order(times_gathered: np.ndarray) -> np.ndarray:
     stay in L1/L2: with power-law degrees the top 10% of sources take about 40% of all gathers.
     """
     n = times_gathered.shape[0]
-    most = int(times_gathered.max()) if n else 0
-    # the same stable order either way; numpy sorts 16-bit keys by radix, in linear time
-    key = (most - times_gathered).astype(np.uint16) if most < 1 << 16 else -times_gathered
-    rank = np.argsort(key, kind="stable")
+    rank = descending_order(times_gathered)
     gather_id = np.empty(n, dtype=np.int32)
     gather_id[rank] = np.arange(n, dtype=np.int32)
     return gather_id
+
+
+def descending_order(counts: np.ndarray) -> np.ndarray:
+    """``np.argsort(-counts, kind="stable")`` for counts >= 0 (largest first, ties by position), in
+    linear time for the counts below 2**16: numpy sorts 16-bit keys by radix, others by merging
+    (0.3 s for the 3 M out-degrees of an Orkut-sized graph, against 0.05 s)."""
+    small = counts < 1 << 16
+    key = ((1 << 16) - 1 - counts[small]).astype(np.uint16)  # descending as ascending, exactly
+    if small.all():
+        return np.argsort(key, kind="stable")
+    large = np.flatnonzero(~small)  # the few hubs, which rank first
+    return np.concatenate([large[np.argsort(-counts[large], kind="stable")],
+                           np.flatnonzero(small)[np.argsort(key, kind="stable")]])
 
 
 def build_bins(memory: DeviceMemory, indptr: np.ndarray, settings: CUDASettings, threads: int) -> dict:
@@ -120,7 +130,7 @@ def build_bins(memory: DeviceMemory, indptr: np.ndarray, settings: CUDASettings,
     deg = np.diff(indptr)
     thread_verts = np.nonzero(deg < settings.warp_min_degree)[0].astype(np.int32)
     warp_verts = np.nonzero((deg >= settings.warp_min_degree) & (deg < settings.hub_min_degree))[0]
-    warp_verts = warp_verts[np.argsort(-deg[warp_verts], kind="stable")]
+    warp_verts = warp_verts[descending_order(deg[warp_verts])]
     hub_verts = np.nonzero(deg >= settings.hub_min_degree)[0]
     chunk = settings.hub_chunk
     per_hub = (deg[hub_verts] + chunk - 1) // chunk
