@@ -182,7 +182,7 @@ def build_items(memory: DeviceMemory, indptr: np.ndarray, gather_id: np.ndarray,
     split_ptr = np.zeros(split_vertex.shape[0] + 1, dtype=np.int64)
     np.cumsum(per_vertex[per_vertex > 1], out=split_ptr[1:])
     # largest items first: blocks of similar work, short tail (slots stay with their items)
-    order = np.argsort(-(end - start), kind="stable")
+    order = descending_order(end - start)
     vertex, start, end, slot = vertex[order], start[order], end[order], slot[order]
     return {
         "vertex": memory.upload(gather_id[vertex]),  # state rows are in gather order
