@@ -115,6 +115,45 @@ def test_read_chunked_leaves_other_layouts_and_bad_chunks_to_hdf5(tmp_path):
             fh["bad_body"][...]
 
 
+def test_chunks_are_read_beside_hdf5_only_from_a_plain_file(tmp_path, monkeypatch):
+    """A plain file's chunks are read with os.pread at the offsets of the chunk index, on every
+    thread; a file with a user block, one held in memory, or one whose first chunk does not read
+    the same both ways is read through HDF5. The values are the same in every case."""
+    import os
+
+    from battus import chunked
+
+    data = ARRAYS["times"](np.random.default_rng(9))
+    calls = []
+
+    def counted(fd, length, offset):
+        calls.append(offset)
+        return real_pread(fd, length, offset)
+
+    real_pread = os.pread
+    monkeypatch.setattr(chunked.os, "pread", counted)
+    files = {"plain": {}, "user block": {"userblock_size": 512},
+             "in memory": {"driver": "core", "backing_store": False}}
+    for label, kwargs in files.items():
+        calls.clear()
+        with h5py.File(tmp_path / f"{label}.h5", "w", **kwargs) as fh:
+            dset = write_compressed(fh, "x", data)
+            n_chunks = dset.id.get_num_chunks()
+            got = chunked.read_chunked(dset)
+        np.testing.assert_array_equal(got, data)
+        assert len(calls) == (n_chunks + 1 if label == "plain" else 0), label  # + the first chunk's check
+
+    def skewed(fd, length, offset):  # reads past where the index says: the first chunk's check fails
+        calls.append(offset)
+        return real_pread(fd, length, offset + 1)
+
+    monkeypatch.setattr(chunked.os, "pread", skewed)
+    calls.clear()
+    with h5py.File(tmp_path / "plain.h5") as fh:
+        np.testing.assert_array_equal(chunked.read_chunked(fh["x"]), data)
+    assert len(calls) == 1
+
+
 def _large_history(path, seed: int, n: int, T: int):
     """A SIR history whose graph and truth are large enough to be stored in chunks; its graph and
     truth."""

@@ -15,7 +15,7 @@ import sys
 import naive
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from battus.backends import CPUBackend, cuda_available
@@ -98,6 +98,7 @@ def test_a_problem_prepared_without_fitting_has_no_work_items(graph, backend):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 70_000) | st.integers(0, 40), max_size=300))
+@example([65_535, 65_534, 65_536, 65_535, 0, 70_000, 65_536])  # around the 16-bit keys' top
 def test_descending_order_is_the_stable_argsort(counts):
     """The gather order and the warp bin rank by count, largest first, ties by id: the linear-time
     ranking gives numpy's stable argsort of the negated counts, hubs of 2**16 and more included."""

@@ -109,13 +109,15 @@ def descending_order(counts: np.ndarray) -> np.ndarray:
     """``np.argsort(-counts, kind="stable")`` for counts >= 0 (largest first, ties by position), in
     linear time for the counts below 2**16: numpy sorts 16-bit keys by radix, others by merging
     (0.3 s for the 3 M out-degrees of an Orkut-sized graph, against 0.05 s)."""
-    small = counts < 1 << 16
-    key = ((1 << 16) - 1 - counts[small]).astype(np.uint16)  # descending as ascending, exactly
-    if small.all():
-        return np.argsort(key, kind="stable")
-    large = np.flatnonzero(~small)  # the few hubs, which rank first
-    return np.concatenate([large[np.argsort(-counts[large], kind="stable")],
-                           np.flatnonzero(small)[np.argsort(key, kind="stable")]])
+    top = (1 << 16) - 1
+    # descending as ascending: a count c < top has the key top - c >= 1; every larger one the key
+    # 0, so the hubs come first, by position, and are then ordered among themselves
+    order = np.argsort((top - np.minimum(counts, top)).astype(np.uint16), kind="stable")
+    hubs = int(np.count_nonzero(counts >= top))
+    if hubs:
+        first = order[:hubs]
+        order[:hubs] = first[np.argsort(-counts[first], kind="stable")]
+    return order
 
 
 def build_bins(memory: DeviceMemory, indptr: np.ndarray, settings: CUDASettings, threads: int) -> dict:
