@@ -7,6 +7,7 @@ status 2, and no output file.
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import subprocess
@@ -228,6 +229,23 @@ def test_installed_entry_point_exit_status(tmp_path, history):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "tau" in proc.stderr
     assert not out.exists()
+
+
+def test_the_command_ends_at_once_with_everything_written(tmp_path, history):
+    """The ``battus`` command (battus.cli:run) ends its process without tearing it down: the
+    prediction is in place, and what it printed reaches a pipe whole."""
+    import tomllib
+
+    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["battus"] == "battus.cli:run"
+    out = tmp_path / "p.h5"
+    made = subprocess.run([sys.executable, "-m", "battus.cli", "reconstruct", str(history), "--out", str(out),
+                           "--method", "battus-z"], capture_output=True, text=True)
+    assert made.returncode == 0 and "done in" in made.stderr, made.stderr
+    printed = subprocess.run([sys.executable, "-m", "battus.cli", "score", str(history), str(out)],
+                             capture_output=True, text=True)
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout)["prediction"] == str(out)
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path, history):
