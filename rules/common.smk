@@ -239,6 +239,20 @@ def simulate_gpus(wildcards):
     return int(DATASETS[wildcards.dataset]["sim_backend"] == "cuda")
 
 
+def large_first(wildcards):
+    """Priority: the jobs of a `large` dataset, and of the graph one is drawn on, start before the
+    other jobs that are ready. They take longest; left to the end of a run, they ran alone while
+    the other cores idled."""
+    if "dataset" in wildcards.keys():
+        return int(bool(DATASETS[wildcards.dataset]["large"]))
+    return int(
+        any(
+            spec["large"] and spec.get("graph") == wildcards.graph
+            for spec in DATASETS.values()
+        )
+    )
+
+
 def job_threads(gpus):
     """Threads from battus.suite.experiments.Plan.threads (`large_threads` on `large` datasets, a
     plug-in's own, else 1): capped at --cores locally, on SLURM (--cpus-per-task) at

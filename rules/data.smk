@@ -59,6 +59,7 @@ rule generate_graph:
         f"{OUT}/benchmarks/graph/{{graph}}.tsv"
     wildcard_constraints:
         graph=alternatives(PLAN.generated_graphs()),
+    priority: large_first
     conda:
         "../envs/battus.yaml"
     resources:
@@ -108,6 +109,7 @@ rule simulate:
         f"{OUT}/benchmarks/simulate/{{dataset}}.tsv"
     wildcard_constraints:
         dataset=alternatives(PLAN.simulated()),
+    priority: large_first
     conda:
         "../envs/battus.yaml"
     threads: job_threads(simulate_gpus)

@@ -14,6 +14,7 @@ rule reconstruct:
         f"{OUT}/logs/reconstruct/{{dataset}}/{{method}}/{{variant}}.log",
     benchmark:
         f"{OUT}/benchmarks/reconstruct/{{dataset}}/{{method}}/{{variant}}.tsv"
+    priority: large_first
     conda:
         "../envs/battus-cuda.yaml"
     threads: job_threads(reconstruct_gpus)
