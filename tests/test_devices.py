@@ -177,7 +177,7 @@ def test_auto_falls_back_to_the_cpu_whatever_devices_asked(problem, monkeypatch)
     class TooSmallGPU(CPUBackend):
         name, device, closed = "cuda", "fake GPU", 0
 
-        def prepare(self, problem):
+        def prepare(self, problem, fit=True):
             raise InputError("--backend", "device memory", "a graph needs 9 GiB on the GPU, more than the 1 GiB free")
 
         def close(self):
