@@ -80,10 +80,17 @@ run_local() {
         > "$WORK/local-$name.log" 2>&1 || { tail -40 "$WORK/local-$name.log"; exit 1; }
 }
 
-run_cluster config/test/slurm.yaml
-run_cluster config/test/cudasim.yaml NUMBA_ENABLE_CUDASIM=1
-run_local config/test/slurm.yaml
-run_local config/test/cudasim.yaml NUMBA_ENABLE_CUDASIM=1
+# All four runs at once: a cluster run mostly waits (each job is a Snakemake of its own, and the
+# executor polls SLURM every few seconds, backing off by 10 s when nothing has finished), so the
+# two cluster runs and the two local ones share the node's cores instead of taking turns.
+runs=()
+run_cluster config/test/slurm.yaml & runs+=($!)
+run_cluster config/test/cudasim.yaml NUMBA_ENABLE_CUDASIM=1 & runs+=($!)
+run_local config/test/slurm.yaml & runs+=($!)
+run_local config/test/cudasim.yaml NUMBA_ENABLE_CUDASIM=1 & runs+=($!)
+for run in "${runs[@]}"; do
+    wait "$run" || { kill "${runs[@]}" 2>/dev/null; exit 1; }
+done
 
 step "every job through sbatch with what it asked for; tables equal to the local runs"
 python3 - "$WORK" "$SLURM_CI_STATE/log/jobcomp.txt" "$NODE_CPUS" <<'PY'
