@@ -30,7 +30,7 @@ import numba  # noqa: E402
 from _common import debugging, prepare_outputs  # noqa: E402
 
 import battus.plugins  # noqa: E402
-from battus.cli import main  # noqa: E402
+from battus.cli import exit_now, main  # noqa: E402
 
 
 def cli_arguments(options: dict) -> list[str]:
@@ -112,9 +112,7 @@ if status:
             print(hinted, file=log)
     print(hinted, file=sys.stderr)
     sys.exit(status)
-# The outputs are in place: the job's process ends at once, as the `battus` command does
-# (battus.cli.run), without tearing down the interpreter, Numba and any CUDA context (0.2 s of
-# each small job on a CPU, most of a second after a large graph on a GPU).
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)
+# The outputs are in place: the job's process ends at once, as the `battus` command does, without
+# tearing down the interpreter, Numba and any CUDA context (0.2 s of each small job on a CPU, most
+# of a second after a large graph on a GPU).
+exit_now(0)

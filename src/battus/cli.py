@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import warnings
+from typing import NoReturn
 
 from . import __version__
 from .baselines import BASELINES  # names only: the module loads numpy alone
@@ -350,22 +351,26 @@ def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run() -> None:
-    """The ``battus`` command: :func:`main`, then the process ends at once, with its exit status.
+def exit_now(code: int) -> NoReturn:
+    """End the process at once with ``code``, once what it printed is flushed.
 
-    When ``main`` returns, every output is closed and renamed into place (or, after an error,
-    never made). What is left is tearing the process down: the interpreter's objects, the
-    reading and writing threads, and after a GPU run the CUDA context with every device array;
-    after a reconstruction of a large graph that took most of a second, all of it freed by the
-    operating system at exit anyway.
+    For a process whose outputs are all closed and renamed into place (or, after an error,
+    never made): what is left is tearing it down, the interpreter's objects, the reading and
+    writing threads, and after a GPU run the CUDA context with every device array; after a
+    reconstruction of a large graph that took most of a second, all of it freed by the operating
+    system at exit anyway.
     """
-    code = main()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (BrokenPipeError, ValueError):  # the reader went away, or the stream is closed
             pass
     os._exit(code)
+
+
+def run() -> NoReturn:
+    """The ``battus`` command: :func:`main`, then the process ends at once with its exit status."""
+    exit_now(main())
 
 
 if __name__ == "__main__":

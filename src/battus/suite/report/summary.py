@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...memory import usable_cores
 from .tables import fmt_value, label_text
 
 if TYPE_CHECKING:
@@ -117,11 +117,7 @@ def machine() -> dict:
         done = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"],
                               capture_output=True, text=True, check=False, timeout=30)
         gpus = [line.strip() for line in done.stdout.splitlines() if line.strip()] if done.returncode == 0 else []
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count()
-    return {"host": platform.node(), "cpu": cpu, "cores": cores, "memory_gib": memory, "gpus": gpus,
+    return {"host": platform.node(), "cpu": cpu, "cores": usable_cores(), "memory_gib": memory, "gpus": gpus,
             "os": platform.platform(), "python": platform.python_version()}
 
 
