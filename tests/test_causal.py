@@ -455,3 +455,30 @@ def test_warm_up_compiles_only_what_a_run_without_posteriors_uses():
     assert warm["battus.kernels.infer_cpu.forward_backward_hitting_times"] >= 1
     for kernel in ("forward_backward", "threshold_hitting_times", "map_hitting_times"):
         assert warm["battus.kernels.infer_cpu." + kernel] == 0, kernel
+
+
+def test_step_timing_copy_times_every_barrier(tmp_path):
+    """benchmarks/causal_steps.py times a copy of the repair kernel: one timer read after each of
+    the module's own grid barriers, the timer slots passed down to the screen, the launch given
+    them, and the copy still valid Python (it refuses a kernel it no longer recognises)."""
+    import ast
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("causal_steps", root / "benchmarks" / "causal_steps.py")
+    steps = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(steps)
+    original = steps.timed_copy(root / "src", tmp_path)
+    kernel = (tmp_path / "battus/kernels/causal_cuda.py").read_text()
+    host = (tmp_path / "battus/backends/cuda/causal_repair.py").read_text()
+    ast.parse(kernel)
+    ast.parse(host)
+    barriers = [number for number, line in enumerate(original, 1) if line.strip() == "grid.sync()"]
+    assert len(barriers) > 10
+    assert [int(x) for x in re.findall(r"_tick\(prof, (\d+)\)", kernel)] == barriers
+    assert kernel.count("_tick_start(prof)") == 2  # its definition and its one call
+    assert kernel.count("sh, grid, prof)") == 3  # _screen's signature and its two calls
+    assert "small, step_times())" in host
+    assert (tmp_path / "battus/kernels/globaltimer.cu").exists()
