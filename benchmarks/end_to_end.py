@@ -7,7 +7,7 @@ method runs, each in a fresh process (Numba's cache directory as set by the call
 
 - ``battus reconstruct`` itself, ``--repeat`` times: wall time, and the algorithm time it reports;
 - once more with ``--score`` (what a workflow job runs: the prediction scored in the same process);
-- the same steps timed one by one (import, read, choose + warm up + upload, algorithm, write);
+- the same steps timed one by one (import, read, choose + warm up + upload, algorithm, the input's sha256, write);
 - the floor: reading the history's graph and observations and copying them to the device.
 
     NUMBA_CACHE_DIR=/tmp/nb PYTHONPATH=src python benchmarks/end_to_end.py --preset orkut --backend cuda
@@ -27,7 +27,7 @@ from pathlib import Path
 STEPS = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from battus.io import read_history, write_prediction
+from battus.io import read_history, sha256_file, write_prediction
 from battus.options import method_options
 from battus.pipeline import reconstruct
 t1 = time.perf_counter()
@@ -35,10 +35,13 @@ problem = read_history(sys.argv[1], truth="skip")
 t2 = time.perf_counter()
 recon = reconstruct(problem, method_options(sys.argv[2]), backend=sys.argv[3])
 t3 = time.perf_counter()
-write_prediction(sys.argv[4], recon, problem, sys.argv[1])
+digest = sha256_file(sys.argv[1])  # the command takes it in a thread while it reads the history
 t4 = time.perf_counter()
+write_prediction(sys.argv[4], recon, problem, sys.argv[1], input_sha256=digest)
+t5 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "read_s": t2 - t1, "warm_up_and_upload_s": recon.extras["warmup_seconds"],
-                  "algorithm_s": recon.algorithm_seconds, "reconstruct_call_s": t3 - t2, "write_s": t4 - t3}))
+                  "algorithm_s": recon.algorithm_seconds, "reconstruct_call_s": t3 - t2, "input_sha256_s": t4 - t3,
+                  "write_s": t5 - t4}))
 """
 
 FLOOR = r"""

@@ -462,15 +462,16 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
     }
     for key, value in recon.extras.items():
         attrs[key] = value if np.isscalar(value) else json.dumps(value)
-    states = recon.states.astype(np.uint8)
-    posteriors = None if recon.posteriors is None else recon.posteriors.astype(np.float32)
+    # no copies of arrays already of the stored type (a large history's states are 100s of MB)
+    states = recon.states.astype(np.uint8, copy=False)
+    posteriors = None if recon.posteriors is None else recon.posteriors.astype(np.float32, copy=False)
     with _new_hdf5(path) as fh:
         for key, value in attrs.items():
             fh.attrs[key] = value
         _put(fh, "states", states)
         hit = fh.create_group("hitting_times")
-        _put(hit, "infection", recon.t_inf.astype(np.int64))
-        _put(hit, "recovery", recon.t_rec.astype(np.int64))
+        _put(hit, "infection", recon.t_inf.astype(np.int64, copy=False))
+        _put(hit, "recovery", recon.t_rec.astype(np.int64, copy=False))
         if posteriors is not None:
             _put(fh, "posteriors", posteriors)
     return _prediction_record(states, posteriors, json.loads(attrs["params"]), json.loads(attrs["provenance"]),
