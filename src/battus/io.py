@@ -23,7 +23,7 @@ from .files import atomic_path, require_file
 from .graph import Graph
 from .hdf5_probe import probe
 from .memory import available_bytes, format_bytes
-from .problem import Observations, Problem, Reconstruction, check_posteriors, check_problem
+from .problem import Observations, Problem, Reconstruction, check_csr, check_posteriors, check_problem
 
 HISTORY_FORMAT = "battus-history"
 PREDICTION_FORMAT = "battus-prediction"
@@ -314,17 +314,10 @@ def _read_graph(fh: h5py.File, prefix: str = "graph") -> Graph:
     source = fh.filename
     indptr = _read(fh, f"{prefix}/indptr", ndim=1, dtype=np.int64)
     indices = _read(fh, f"{prefix}/indices", ndim=1)
-    if indptr.size < 2:
-        raise InputError(source, f"{prefix}/indptr", "needs n+1 >= 2 entries")
     n = indptr.size - 1
     if n >= 2**31:
         raise InputError(source, f"{prefix}/indptr", "more than 2**31-1 vertices are not supported")
-    if indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] != indices.size:
-        raise InputError(source, f"{prefix}/indptr",
-                         f"not a CSR row pointer for {indices.size} arcs (starts at 0, never decreases, "
-                         f"ends at the number of arcs)")
-    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
-        raise InputError(source, f"{prefix}/indices", f"vertex index outside 0..{n - 1}")
+    check_csr(indptr, indices, source, prefix)
     indices = _narrow(indices, np.dtype(np.int32), source, f"{prefix}/indices")
     node_ids = _read(fh, f"{prefix}/node_ids", ndim=1, dtype=np.int64, optional=True)
     if node_ids is None:

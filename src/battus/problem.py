@@ -148,6 +148,21 @@ def _check_initial_infections(n0: int, times: np.ndarray, states: np.ndarray, so
                                        f"({field_name}); the initially infected never become S again")
 
 
+def check_csr(indptr: np.ndarray, indices: np.ndarray, source: str, prefix: str = "graph") -> None:
+    """Refuse arrays that are not an in-neighbour CSR graph of ``indptr.size - 1`` vertices (one
+    line naming ``source`` and ``prefix``/indptr or /indices): the one check of a graph's arrays,
+    as a file is read and as a problem is built."""
+    n = indptr.size - 1
+    if indptr.ndim != 1 or n < 1:
+        raise InputError(source, f"{prefix}/indptr", "needs n+1 >= 2 entries")
+    if indptr[0] != 0 or np.any(indptr[1:] < indptr[:-1]) or indptr[-1] != indices.size:
+        raise InputError(source, f"{prefix}/indptr",
+                         f"not a CSR row pointer for {indices.size} arcs (starts at 0, never decreases, "
+                         f"ends at the number of arcs)")
+    if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
+        raise InputError(source, f"{prefix}/indices", f"vertex index outside 0..{n - 1}")
+
+
 def check_problem(problem: Problem, source: str, graph_checked: bool = False) -> None:
     """Refuse a problem that is not one (one line naming ``source`` and the field). ``graph_checked``:
     the graph's CSR arrays were checked as they were read (:func:`battus.io.read_history`), which
@@ -166,12 +181,7 @@ def check_problem(problem: Problem, source: str, graph_checked: bool = False) ->
     if not (0 <= problem.n0 <= g.n):
         raise InputError(source, "n0", f"n0 must lie in 0..{g.n}, got {problem.n0}")
     if not graph_checked:
-        if g.indptr.shape != (g.n + 1,) or g.indptr[0] != 0 or np.any(np.diff(g.indptr) < 0):
-            raise InputError(source, "graph/indptr", "not a valid CSR row pointer")
-        if g.indptr[-1] != g.indices.shape[0]:
-            raise InputError(source, "graph/indptr", "last entry differs from the number of arcs")
-        if g.indices.size and (g.indices.min() < 0 or g.indices.max() >= g.n):
-            raise InputError(source, "graph/indices", "vertex index out of range")
+        check_csr(g.indptr, g.indices, source)
     obs = problem.observations
     times = np.asarray(obs.times)
     if times.ndim != 1 or times.size == 0:
