@@ -44,6 +44,55 @@ print(json.dumps({"import_s": t1 - t0, "read_s": t2 - t1, "warm_up_and_upload_s"
                   "write_s": t5 - t4}))
 """
 
+TIMELINE = r"""
+# `battus reconstruct` as the CLI runs it (threads, lazy imports and all), each stage's start and end on
+# one clock: a stage's function is wrapped when its module is first imported, by whichever thread
+import importlib.abc, importlib.util, json, sys, threading, time
+launched = float(sys.argv[1])
+marks = [("interpreter start", "MainThread", 0.0, time.time() - launched)]
+STAGES = {
+    "battus.files": [("sha256_file", "input sha256")],
+    "battus.io": [("read_history", "read history")],
+    "battus.backends": [("start_backend", "choose backend + warm up")],
+    "battus.pipeline": [("open_backend", "wait for backend + upload + layout"),
+                        ("_run_once", "algorithm (with host sync)"),
+                        ("states_from_hitting_times", "download + states"), ("reconstruct", "reconstruct call")],
+    "battus.commands": [("_write_and_score", "write")],
+}
+def timed(module, name, label):
+    inner = getattr(module, name)
+    def wrapper(*args, **kwargs):
+        began = time.time() - launched
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            marks.append((label, threading.current_thread().name, began, time.time() - launched))
+    setattr(module, name, wrapper)
+class Stages(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name not in STAGES:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            began = time.time() - launched
+            marks.append((f"import {name}", threading.current_thread().name, began, began))
+            for function, label in STAGES[name]:
+                timed(module, function, label)
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, Stages())
+import battus.cli
+code = battus.cli.main(sys.argv[2:])
+print(json.dumps(marks + [("exit", "MainThread", time.time() - launched, None)]), file=sys.stderr)
+battus.cli.exit_now(code)  # as the `battus` command ends
+"""
+
 FLOOR = r"""
 import json, sys, time
 from battus.io import read_history
@@ -124,9 +173,19 @@ def main(argv=None) -> int:
                              "--backend", args.backend, "--out", str(out), "--score", str(scores)], env)
         out.unlink(missing_ok=True)
         scores.unlink(missing_ok=True)
+        out.unlink(missing_ok=True)
+        launched = time.time()
+        wall, text = fresh((TIMELINE, repr(launched), "reconstruct", str(history), "--method", method,
+                            "--backend", args.backend, "--out", str(out)), env)
+        marks = json.loads([line for line in text.splitlines() if line.startswith("[[")][-1])
+        print(f"{method}: timeline of one command ({wall:.2f} s wall)", flush=True)
+        for label, thread, start, end in sorted(marks, key=lambda mark: mark[2]):
+            until = f"{end:6.3f}" if end is not None else f"{wall:6.3f} (process gone)"
+            print(f"  {start:6.3f} - {until} s  {label} [{thread}]", flush=True)
+        out.unlink(missing_ok=True)
         wall, text = fresh((STEPS, str(history), method, args.backend, str(out)), env)
         steps = {**json.loads(text.strip().splitlines()[-1]), "wall_s": wall}
-        result[method] = {"cli": runs, "with_score_wall_s": job_wall, "steps": steps}
+        result[method] = {"cli": runs, "with_score_wall_s": job_wall, "steps": steps, "timeline": marks}
         print(f"{method}: cli " + ", ".join(f"{r['wall_s']:.2f} s wall ({r['algorithm_s']} s algorithm)" for r in runs)
               + f"; with --score {job_wall:.2f} s; steps " + ", ".join(f"{k} {v:.3f}" for k, v in steps.items()),
               flush=True)

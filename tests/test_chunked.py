@@ -7,6 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
+from battus import chunked
 from battus.chunked import chunk_shape, fletcher32, write_compressed
 
 ARRAYS = {
@@ -60,19 +61,45 @@ def test_damaged_chunk_is_refused_on_read(tmp_path):
         fh["x"][...]
 
 
-@pytest.mark.parametrize("size", [0, 1, 2, 3, 719, 720, 721, 5000])
-def test_fletcher32_odd_lengths_and_blocks(size):
-    # against a plain reading of the definition: 16-bit big-endian words, sums mod 65535 folded
-    data = np.random.default_rng(size).integers(0, 256, size).astype(np.uint8)
-    words = [(int(data[i]) << 8) | int(data[i + 1]) for i in range(0, size - 1, 2)]
-    if size % 2:
-        words.append(int(data[-1]) << 8)
-    s1 = s2 = 0
-    for w in words:
-        s1 = (s1 + w) % 65535
-        s2 = (s2 + s1) % 65535
-    got = fletcher32(data)
-    assert (got & 0xFFFF) % 65535 == s1 and (got >> 16) % 65535 == s2
+def hdf5_fletcher32(data: bytes) -> int:
+    """H5_checksum_fletcher32 (HDF5's H5checksum.c) step for step: 32-bit sums, folded every 360 words."""
+    mask = 0xFFFFFFFF
+    sum1 = sum2 = 0
+    i, length = 0, len(data) // 2
+    while length:
+        block = min(length, 360)
+        length -= block
+        for _ in range(block):
+            sum1 = (sum1 + ((data[i] << 8) | data[i + 1])) & mask
+            sum2 = (sum2 + sum1) & mask
+            i += 2
+        sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+        sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    if len(data) % 2:
+        sum1 = (sum1 + (data[i] << 8)) & mask
+        sum2 = (sum2 + sum1) & mask
+        sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+        sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    sum1 = (sum1 & 0xFFFF) + (sum1 >> 16)
+    sum2 = (sum2 & 0xFFFF) + (sum2 >> 16)
+    return (sum2 << 16) | sum1
+
+
+@pytest.mark.parametrize("fill", ["random", "zeros", "ones"])
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 719, 720, 721, 4095, 4096, 4097, 5000, 12_289])
+def test_fletcher32_is_hdf5s(monkeypatch, size, fill):
+    # rows of 16 words and segments of 64 here, so that short inputs cross both (and a tail after them)
+    monkeypatch.setattr(chunked, "_ROW", 16)
+    monkeypatch.setattr(chunked, "_COLUMN_WEIGHTS", np.arange(16, dtype=np.uint64))
+    monkeypatch.setattr(chunked, "_SEGMENT", 64)
+    data = {"random": np.random.default_rng(size).integers(0, 256, size).astype(np.uint8),
+            "zeros": np.zeros(size, np.uint8), "ones": np.full(size, 255, np.uint8)}[fill]
+    assert fletcher32(data.tobytes()) == fletcher32(data) == hdf5_fletcher32(data.tobytes())
+
+
+def test_fletcher32_of_a_large_input_is_hdf5s():
+    data = np.random.default_rng(3).integers(0, 256, (1 << 20) + 3).astype(np.uint8).tobytes()
+    assert fletcher32(data) == hdf5_fletcher32(data)
 
 
 @pytest.mark.parametrize("kind", sorted(ARRAYS))

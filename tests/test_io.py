@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 
+from battus import files
 from battus.errors import InputError
 from battus.graph import from_arcs
 from battus.io import (
@@ -87,7 +90,21 @@ def test_prediction_records_provenance(tmp_path):
     assert np.array_equal(pred["states"], recon.states)
     for key in ("method", "backend", "device", "package_version", "algorithm_seconds", "beta_i", "beta_r"):
         assert key in pred, key
-    assert len(pred["provenance"]["input_sha256"]) == 64
+    assert pred["provenance"]["input_sha256"] == hashlib.sha256((tmp_path / "h.h5").read_bytes()).hexdigest()
+    # a digest still being taken is asked for once the arrays are written, and recorded the same
+    asked = []
+    written = write_prediction(tmp_path / "q.h5", recon, problem, tmp_path / "h.h5",
+                               input_sha256=lambda: asked.append(1) or pred["provenance"]["input_sha256"])
+    assert asked == [1] and written["provenance"]["input_sha256"] == pred["provenance"]["input_sha256"]
+    assert read_prediction(tmp_path / "q.h5")["provenance"]["input_sha256"] == pred["provenance"]["input_sha256"]
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 25])
+def test_sha256_file_over_block_edges(tmp_path, monkeypatch, size):
+    monkeypatch.setattr(files, "_HASH_BLOCK", 8)
+    data = bytes(range(size))
+    (tmp_path / "f").write_bytes(data)
+    assert files.sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import InputError, printable
@@ -137,7 +138,8 @@ def _truth_for(args: argparse.Namespace) -> str:
     return "skip" if args.schedule is None else "optional"
 
 
-def _write_and_score(args: argparse.Namespace, recon, problem, summary: str, input_sha256: str | None = None) -> None:
+def _write_and_score(args: argparse.Namespace, recon, problem, summary: str,
+                     input_sha256: str | Callable[[], str] | None = None) -> None:
     """Write a method's prediction to --out (its observed frames in the provenance), say
     ``summary``, then with --score score the prediction as written, against the history's truth,
     in this process: what `battus score HISTORY OUT --out SCORE` gives for the file."""
@@ -169,19 +171,25 @@ def _write_scores(result: dict, out: str | None, quiet: bool) -> None:
 def cmd_reconstruct(args: argparse.Namespace) -> None:
     import concurrent.futures
 
-    from .backends import start_backend
-    from .io import read_history, sha256_file
-    from .memory import reconstruct_bytes, require
-    from .pipeline import reconstruct, warm_up_for
+    from .files import sha256_file
 
     options = options_from_args(args)
-    # while the history is read: its sha256 (for the prediction's provenance), and the backend
-    # chosen and warmed up (the CUDA context, every kernel the options run loaded from Numba's cache)
+    # While the history is read, in two threads: its sha256, for the prediction's provenance (on a
+    # large history as long as the reading), and the backend chosen and warmed up, its imports
+    # included (Numba, the CUDA driver and context, every kernel the options run loaded from
+    # Numba's cache: on a GPU longer than the reading). Both start before this thread imports what
+    # reading takes, which needs neither Numba nor the GPU.
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
     input_sha256 = pool.submit(sha256_file, args.history)
-    started = pool.submit(start_backend, args.backend, args.devices, warm_up_for(options, args.posteriors))
+    started = pool.submit(_start_backend, args, options)
+
+    from .io import read_history
+    from .memory import reconstruct_bytes, require
+
     try:
         problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
+        from .pipeline import reconstruct  # Numba's import, in the other thread meanwhile
+
         require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
                                   causal=options.causal, fit_chunk=options.fit_settings.chunk if options.fit else 0),
                 args.history, "T", f"T={problem.T} frames of {problem.n} vertices")
@@ -197,8 +205,16 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
     timed = f"median of {len(runs)} runs " if len(runs) > 1 else ""
     _write_and_score(args, recon, problem,
                      f"done in {timed}{recon.algorithm_seconds * 1e3:.1f} ms on {recon.backend} ({recon.device}); "
-                     f"rates=({recon.beta_i:.4g}, {recon.beta_r:.4g})", input_sha256.result())
+                     f"rates=({recon.beta_i:.4g}, {recon.beta_r:.4g})", input_sha256.result)
     pool.shutdown()
+
+
+def _start_backend(args: argparse.Namespace, options):
+    """:func:`battus.backends.start_backend` for the command's options, its imports included."""
+    from .backends import start_backend
+    from .pipeline import warm_up_for
+
+    return start_backend(args.backend, args.devices, warm_up_for(options, args.posteriors))
 
 
 def _close_started(started) -> None:

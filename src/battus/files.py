@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import os
 import socket
 import stat
@@ -197,3 +198,22 @@ def remove_stale_temporaries(target: str | Path) -> list[Path]:
                 removed.append(temporary)
     return removed
 
+
+
+def sha256_file(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, as hex.
+
+    Read in blocks of 32 MiB into one buffer: the hash runs without the interpreter lock, and
+    taken in a thread beside Python work (a command hashes its input while it reads it and starts
+    the GPU) it waits for the lock twice a block, not thirty-two times as with 1 MiB blocks.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size  # 0 for a pipe
+        buffer = memoryview(bytearray(min(_HASH_BLOCK, size) if size else 1 << 20))
+        while got := fh.readinto(buffer):
+            digest.update(buffer[:got])
+    return digest.hexdigest()
+
+
+_HASH_BLOCK = 32 << 20

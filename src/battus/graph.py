@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
 from .errors import InputError
@@ -51,34 +50,6 @@ class Graph:
         return self.indices.astype(np.int64), dst
 
 
-@numba.njit(cache=True)
-def _find(parent: np.ndarray, x: int) -> int:
-    root = x
-    while parent[root] != root:
-        root = parent[root]
-    while parent[x] != root:  # path compression keeps later finds short
-        nxt = parent[x]
-        parent[x] = root
-        x = nxt
-    return root
-
-
-@numba.njit(cache=True)
-def _weak_component_labels(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    parent = np.arange(n)
-    for e in range(src.shape[0]):
-        a = _find(parent, src[e])
-        b = _find(parent, dst[e])
-        if a != b:
-            if a < b:
-                parent[b] = a
-            else:
-                parent[a] = b
-    for x in range(n):
-        parent[x] = _find(parent, x)
-    return parent
-
-
 def largest_weak_component(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Boolean mask of the vertices in the largest weakly connected component.
 
@@ -87,7 +58,9 @@ def largest_weak_component(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarr
     """
     if n == 0:
         return np.zeros(0, dtype=bool)
-    labels = _weak_component_labels(n, src.astype(np.int64), dst.astype(np.int64))
+    from .kernels.graph_cpu import weak_component_labels  # Numba: only where a graph is cleaned
+
+    labels = weak_component_labels(n, src.astype(np.int64), dst.astype(np.int64))
     sizes = np.bincount(labels, minlength=n)
     return labels == int(np.argmax(sizes))
 
@@ -195,30 +168,6 @@ def is_symmetric(graph: Graph) -> bool:
 # graphs from scipy.sparse matrices and networkx graphs
 # --------------------------------------------------------------------------
 
-@numba.njit(cache=True)
-def _appearance_labels(src: np.ndarray, dst: np.ndarray, offset: int, size: int):
-    """Label ids ``0..N-1`` in order of first appearance in ``src[0], dst[0], src[1], ...``."""
-    label = np.full(size, -1, dtype=np.int64)
-    order = np.empty(size, dtype=np.int64)
-    out_s = np.empty(src.shape[0], dtype=np.int64)
-    out_d = np.empty(src.shape[0], dtype=np.int64)
-    nxt = 0
-    for i in range(src.shape[0]):
-        for side in range(2):
-            x = src[i] if side == 0 else dst[i]
-            lab = label[x - offset]
-            if lab < 0:
-                lab = nxt
-                label[x - offset] = lab
-                order[nxt] = x
-                nxt += 1
-            if side == 0:
-                out_s[i] = lab
-            else:
-                out_d[i] = lab
-    return out_s, out_d, order[:nxt].copy()
-
-
 def _relabel(
     src: np.ndarray, dst: np.ndarray, how: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -235,7 +184,9 @@ def _relabel(
     span = hi - lo + 1
     dense = span <= 8 * src.size + (1 << 20)  # id range small enough for a lookup table
     if how == "appearance" and dense:
-        return _appearance_labels(src, dst, lo, span)
+        from .kernels.graph_cpu import appearance_labels
+
+        return appearance_labels(src, dst, lo, span)
     if dense:
         present = np.zeros(span, dtype=bool)
         present[src - lo] = True

@@ -7,10 +7,9 @@ place only when complete, so an interrupted job never leaves a partial file.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import platform
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from . import __version__
 from .errors import InputError
-from .files import atomic_path, require_file
+from .files import atomic_path, require_file, sha256_file
 from .graph import Graph
 from .hdf5_probe import probe
 from .memory import available_bytes, format_bytes
@@ -42,14 +41,6 @@ def _new_hdf5(path: str | Path) -> Iterator[h5py.File]:
                 yield fh
         except OSError as exc:
             raise InputError(path, "--out", f"writing failed ({exc})") from None
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def provenance(**fields) -> dict:
@@ -78,7 +69,7 @@ def _put(group: h5py.Group, name: str, data: np.ndarray, compress: bool = True) 
     if data.size <= _BIG:
         group.create_dataset(name, data=data)
     elif compress:
-        from .chunked import write_compressed  # numba: only where a large array is written
+        from .chunked import write_compressed
 
         write_compressed(group, name, data, level=4)
     else:
@@ -415,13 +406,40 @@ def read_history(path: str | Path, truth: str = "optional") -> Problem:
 
 
 def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, input_path: str | Path | None,
-                     extra: dict | None = None, input_sha256: str | None = None) -> dict:
+                     extra: dict | None = None, input_sha256: str | Callable[[], str] | None = None) -> dict:
     """Write a prediction: decoded states, hitting times, optional posteriors, full provenance.
+
+    ``input_sha256``: the input's digest, or a function giving it (a hash taken in a thread), asked
+    for only once the arrays are written; without it the input is hashed here.
 
     Returns the record :func:`read_prediction` reads back from the file (the same arrays, the
     attributes as they come back), so the process that wrote a prediction can score it without
     reading it again.
     """
+    if recon.posteriors is not None:  # the one check every reader applies (problem.check_posteriors)
+        check_posteriors(recon.posteriors, problem.T, problem.n, str(path))
+    # no copies of arrays already of the stored type (a large history's states are 100s of MB)
+    states = recon.states.astype(np.uint8, copy=False)
+    posteriors = None if recon.posteriors is None else recon.posteriors.astype(np.float32, copy=False)
+    with _new_hdf5(path) as fh:
+        _put(fh, "states", states)
+        hit = fh.create_group("hitting_times")
+        _put(hit, "infection", recon.t_inf.astype(np.int64, copy=False))
+        _put(hit, "recovery", recon.t_rec.astype(np.int64, copy=False))
+        if posteriors is not None:
+            _put(fh, "posteriors", posteriors)
+        # the attributes last: the input's hash may still be being taken while the arrays are written
+        attrs = _prediction_attrs(recon, problem, input_path, extra, input_sha256)
+        for key, value in attrs.items():
+            fh.attrs[key] = value
+    return _prediction_record(states, posteriors, json.loads(attrs["params"]), json.loads(attrs["provenance"]),
+                              {key: _as_scalar(value) for key, value in attrs.items()})
+
+
+def _prediction_attrs(recon: Reconstruction, problem: Problem, input_path: str | Path | None, extra: dict | None,
+                      input_sha256: str | Callable[[], str] | None) -> dict:
+    if callable(input_sha256):
+        input_sha256 = input_sha256()
     prov = provenance(
         method=recon.params.get("method"),
         params=recon.params,
@@ -435,8 +453,6 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
         fit_trace=recon.fit_trace,
         **(extra or {}),
     )
-    if recon.posteriors is not None:  # the one check every reader applies (problem.check_posteriors)
-        check_posteriors(recon.posteriors, problem.T, problem.n, str(path))
     attrs = {
         "format": PREDICTION_FORMAT,
         "format_version": FORMAT_VERSION,
@@ -455,20 +471,7 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
     }
     for key, value in recon.extras.items():
         attrs[key] = value if np.isscalar(value) else json.dumps(value)
-    # no copies of arrays already of the stored type (a large history's states are 100s of MB)
-    states = recon.states.astype(np.uint8, copy=False)
-    posteriors = None if recon.posteriors is None else recon.posteriors.astype(np.float32, copy=False)
-    with _new_hdf5(path) as fh:
-        for key, value in attrs.items():
-            fh.attrs[key] = value
-        _put(fh, "states", states)
-        hit = fh.create_group("hitting_times")
-        _put(hit, "infection", recon.t_inf.astype(np.int64, copy=False))
-        _put(hit, "recovery", recon.t_rec.astype(np.int64, copy=False))
-        if posteriors is not None:
-            _put(fh, "posteriors", posteriors)
-    return _prediction_record(states, posteriors, json.loads(attrs["params"]), json.loads(attrs["provenance"]),
-                              {key: _as_scalar(value) for key, value in attrs.items()})
+    return attrs
 
 
 _PREDICTION_NUMBERS = ("algorithm_seconds", "beta_i", "beta_r")

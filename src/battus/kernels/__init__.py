@@ -2,7 +2,8 @@
 
 Stages: ``infer`` (mean-field pressures, forward-backward, decoding and
 projection), ``fit`` (Eq. 4 for a batch of rate candidates), ``causal`` (the
-graph-causal repair of Battus-C), ``simulate`` (the SI/SIR step). Per-vertex
+graph-causal repair of Battus-C), ``simulate`` (the SI/SIR step), ``graph`` (weak
+components and relabelling while a graph is cleaned; CPU only). Per-vertex
 rules both backends need are plain functions compiled by each:
 :mod:`~battus.kernels.vertex_rules` (forward-backward steps, threshold and MAP
 decoding, projection, the SIR step), :mod:`~battus.kernels.rng` (the
