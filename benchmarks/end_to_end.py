@@ -52,9 +52,13 @@ launched = float(sys.argv[1])
 marks = [("interpreter start", "MainThread", 0.0, time.time() - launched)]
 STAGES = {
     "battus.files": [("sha256_file", "input sha256")],
+    "battus.cuda_driver": [("start_driver", "CUDA driver + context")],
+    "battus.backends.cuda.backend": [("upload", "upload + layout")],
+    "battus.backends.cuda.layout": [("gather_order", "layout: gather order"), ("build_bins", "layout: degree bins"),
+                                    ("build_items", "layout: fitting work items")],
     "battus.io": [("read_history", "read history")],
     "battus.backends": [("start_backend", "choose backend + warm up")],
-    "battus.pipeline": [("open_backend", "wait for backend + upload + layout"),
+    "battus.pipeline": [("open_backend", "backend ready and problem prepared"),
                         ("_run_once", "algorithm (with host sync)"),
                         ("states_from_hitting_times", "download + states"), ("reconstruct", "reconstruct call")],
     "battus.commands": [("_write_and_score", "write")],

@@ -335,7 +335,8 @@ def test_auto_without_a_driver_never_imports_numba_cuda(tmp_path):
     Numba-CUDA (0.4 s of every run); with NUMBA_CUDA_DRIVER set, Numba is asked as before."""
     import subprocess
 
-    probe = ("import sys; from battus import backends; backends._DRIVER_NAMES = ('/nonexistent/libcuda.so',); "
+    probe = ("import sys; from battus import backends, cuda_driver; "
+             "cuda_driver.DRIVER_NAMES = ('/nonexistent/libcuda.so',); "
              "print(backends.cuda_available(), backends.get_backend('auto').name, 'numba.cuda' in sys.modules)")
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "NUMBA_CUDA_DRIVER")}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
@@ -343,3 +344,83 @@ def test_auto_without_a_driver_never_imports_numba_cuda(tmp_path):
     env["NUMBA_CUDA_DRIVER"] = str(tmp_path / "libcuda.so")  # named, missing: Numba says no device
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "cpu", "True"]
+
+
+class _FakeDriver:
+    """The three driver calls :func:`battus.cuda_driver.start_driver` makes, recorded."""
+
+    def __init__(self, init_status: int = 0) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self.init_status = init_status
+
+    def cuInit(self, flags):  # noqa: N802 - the driver's names
+        self.calls.append(("init", flags))
+        return self.init_status
+
+    def cuDeviceGet(self, out, ordinal):  # noqa: N802
+        self.calls.append(("device", ordinal))
+        out._obj.value = 100 + ordinal
+        return 0
+
+    def cuDevicePrimaryCtxRetain(self, out, device):  # noqa: N802
+        self.calls.append(("retain", device.value))
+        return 0
+
+
+def test_start_driver_retains_the_asked_devices_primary_context(monkeypatch):
+    from battus import cuda_driver
+
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    driver = _FakeDriver()
+    monkeypatch.setattr(cuda_driver, "_library", lambda: driver)
+    cuda_driver.start_driver(1)
+    assert driver.calls == [("init", 0), ("device", 1), ("retain", 101)]
+    failing = _FakeDriver(init_status=100)  # CUDA_ERROR_NO_DEVICE: left for Numba to report
+    monkeypatch.setattr(cuda_driver, "_library", lambda: failing)
+    cuda_driver.start_driver(0)
+    assert failing.calls == [("init", 0)]
+    monkeypatch.setattr(cuda_driver, "_library", lambda: None)  # no driver at all
+    cuda_driver.start_driver(0)
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    simulated = _FakeDriver()
+    monkeypatch.setattr(cuda_driver, "_library", lambda: simulated)
+    cuda_driver.start_driver(0)
+    assert simulated.calls == []
+
+
+def test_start_backend_hands_the_backend_over_before_its_warm_up_ends():
+    """`battus reconstruct` prepares its problem beside the warm-up: ``chosen`` gets the backend
+    when the warm-up calls ``ready``, the call's own result only when the warm-up is done; an
+    error before ``ready`` reaches both."""
+    import threading
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    from battus.backends import start_backend
+
+    gate = threading.Event()
+
+    def warm(backend, ready=None):
+        ready()
+        assert gate.wait(30)
+
+    chosen = Future()
+    with ThreadPoolExecutor(1) as pool:
+        warmed = pool.submit(start_backend, "cpu", None, warm, chosen)
+        backend = chosen.result(timeout=30)
+        assert not warmed.done()
+        gate.set()
+        assert warmed.result(timeout=30) is backend
+    chosen = Future()
+    with pytest.raises(InputError, match="unknown backend"):
+        start_backend("tpu", None, warm, chosen)
+    with pytest.raises(InputError, match="unknown backend"):
+        chosen.result(timeout=0)
+
+    def broken(backend, ready=None):
+        raise RuntimeError("kernel failed to load")
+
+    chosen = Future()
+    with pytest.raises(RuntimeError):
+        start_backend("cpu", None, broken, chosen)
+    with pytest.raises(RuntimeError):
+        chosen.result(timeout=0)

@@ -364,3 +364,66 @@ def test_warm_up_compiles_both_group_pair_steps():
     warm, after, means, limit = json.loads(proc.stdout.strip().splitlines()[-1])
     assert means[0] <= limit < means[1]  # one graph on each side of the threshold
     assert all(count >= 1 for count in warm.values()) and after == warm
+
+
+_STARTED_SCRIPT = r"""
+import json, sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from numba import cuda
+from battus.backends import Started, open_backend, start_backend
+from battus.pipeline import method_options, reconstruct, warm_up_for
+from battus.problem import Problem, observe
+from battus.simulate import simulate
+from battus.synth import chung_lu
+
+graph = chung_lu(60_000, 1_200_000, gamma_in=2.1, seed=5)
+truth = simulate(graph, "sir", 20, 50, 0.1, 0.1, seed=4, backend="cpu")
+problem = Problem(graph, "sir", 20, 50, observe(truth, [10, 20]), truth)
+devices = [int(d) for d in sys.argv[1].split(",")]
+out = {}
+for method in ("battus-z", "battus"):
+    options = method_options(method)
+    with ThreadPoolExecutor(1) as pool:  # as the CLI: chosen and warmed up in a thread, given the problem in this one
+        chosen = Future()
+        warmed = pool.submit(start_backend, "cuda", devices, warm_up_for(options), chosen)
+        if method == "battus":
+            backend, prep = open_backend("cuda", devices, problem, warm_up_for(options), print,
+                                         Started(chosen, warmed), fit=True)
+            out["spread"] = backend.pool.holds(prep)
+            del prep
+            backend.close()
+            chosen = Future()
+            warmed = pool.submit(start_backend, "cuda", devices, warm_up_for(options), chosen)
+        recon = reconstruct(problem, options, "cuda", devices=devices, started=Started(chosen, warmed))
+    out[method] = [recon.beta_i, recon.beta_r, recon.t_inf.tolist(), recon.t_rec.tolist()]
+out["device"] = cuda.get_current_device().id
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("devices", ["last", "all"])
+def test_a_backend_started_in_a_thread_serves_another_on_its_devices(heavy_graph, gpu, devices):
+    """As `battus reconstruct` runs: the backend chosen and warmed up in a thread, the problem
+    prepared in the main thread beside the rest of the warm-up. The main thread runs on the
+    backend's device (the last GPU, not Numba's default 0), a fit over every GPU is spread to the
+    workers, and the results are one in-process GPU's."""
+    import subprocess
+    import sys
+
+    from numba import cuda
+
+    count = len(cuda.gpus)
+    if devices == "all" and count < 2:
+        pytest.skip("needs two CUDA devices")
+    ordinals = [count - 1] if devices == "last" else list(range(count))[::-1]
+    proc = subprocess.run([sys.executable, "-c", _STARTED_SCRIPT, ",".join(map(str, ordinals))],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["device"] == ordinals[0]
+    assert out["spread"] == (len(ordinals) > 1)
+    truth = simulate(heavy_graph, "sir", 20, 50, 0.1, 0.1, seed=4, backend="cpu")
+    problem = Problem(heavy_graph, "sir", 20, 50, observe(truth, [10, 20]), truth)
+    for method in ("battus-z", "battus"):
+        here = reconstruct(problem, method_options(method), gpu)
+        assert out[method] == [here.beta_i, here.beta_r, here.t_inf.tolist(), here.t_rec.tolist()], method

@@ -171,24 +171,30 @@ def _write_scores(result: dict, out: str | None, quiet: bool) -> None:
 def cmd_reconstruct(args: argparse.Namespace) -> None:
     import concurrent.futures
 
+    from .cuda_driver import start_driver
     from .files import sha256_file
 
     options = options_from_args(args)
-    # While the history is read, in two threads: its sha256, for the prediction's provenance (on a
-    # large history as long as the reading), and the backend chosen and warmed up, its imports
-    # included (Numba, the CUDA driver and context, every kernel the options run loaded from
-    # Numba's cache: on a GPU longer than the reading). Both start before this thread imports what
-    # reading takes, which needs neither Numba nor the GPU.
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+    # While the history is read, in threads: its sha256, for the prediction's provenance (on a
+    # large history as long as the reading); the backend chosen and warmed up, its imports
+    # included (Numba, Numba-CUDA, every kernel the options run loaded from Numba's cache: on a
+    # GPU longer than the reading); and beside those imports the CUDA driver started, with the
+    # device's context. All start before this thread imports what reading takes, which needs
+    # neither Numba nor the GPU.
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=3)
     input_sha256 = pool.submit(sha256_file, args.history)
-    started = pool.submit(_start_backend, args, options)
+    if args.backend != "cpu":
+        pool.submit(start_driver, args.devices[0] if args.devices else 0)
+    chosen = concurrent.futures.Future()
+    warmed = pool.submit(_start_backend, args, options, chosen)
 
     from .io import read_history
     from .memory import reconstruct_bytes, require
 
     try:
         problem = _observed(read_history(args.history, truth=_truth_for(args)), args)
-        from .pipeline import reconstruct  # Numba's import, in the other thread meanwhile
+        from .backends import Started  # Numba's import, made in the other thread meanwhile
+        from .pipeline import reconstruct
 
         require(reconstruct_bytes(problem.n, problem.graph.m, problem.T, keep_posteriors=args.posteriors,
                                   causal=options.causal, fit_chunk=options.fit_settings.chunk if options.fit else 0),
@@ -198,9 +204,9 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
             f"T={problem.T} observed={problem.observations.times.tolist()}")
         recon = reconstruct(problem, options, backend=args.backend, keep_posteriors=args.posteriors, progress=say,
                             repeats=args.repeats, repeat_seconds=args.repeat_seconds, devices=args.devices,
-                            started=started)
+                            started=Started(chosen, warmed))
     finally:
-        _close_started(started)  # reconstruct closed it, unless reading failed first (closing is idempotent)
+        _close_started(warmed)  # reconstruct closed it, unless reading failed first (closing is idempotent)
     runs = recon.extras.get("algorithm_seconds_runs", [recon.algorithm_seconds])
     timed = f"median of {len(runs)} runs " if len(runs) > 1 else ""
     _write_and_score(args, recon, problem,
@@ -209,19 +215,19 @@ def cmd_reconstruct(args: argparse.Namespace) -> None:
     pool.shutdown()
 
 
-def _start_backend(args: argparse.Namespace, options):
+def _start_backend(args: argparse.Namespace, options, chosen):
     """:func:`battus.backends.start_backend` for the command's options, its imports included."""
     from .backends import start_backend
     from .pipeline import warm_up_for
 
-    return start_backend(args.backend, args.devices, warm_up_for(options, args.posteriors))
+    return start_backend(args.backend, args.devices, warm_up_for(options, args.posteriors), chosen)
 
 
-def _close_started(started) -> None:
+def _close_started(warmed) -> None:
     """Wait for a backend started beside the reading, and close it (its error, if it failed, is
     the reconstruction's to report, or moot after a bad input)."""
     try:
-        backend = started.result()
+        backend = warmed.result()
     except BaseException:  # noqa: BLE001 - reported where the backend is used, or moot
         return
     backend.close()

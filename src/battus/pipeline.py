@@ -15,11 +15,10 @@ import math
 import statistics
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
 
 import numpy as np
 
-from .backends import Backend, Prepared, open_backend
+from .backends import Backend, Prepared, Started, open_backend
 from .decode import decode, states_from_hitting_times
 from .fit import fit_rates
 from .options import DECODERS, DEFAULT_RATES, METHODS, FitSettings, Options, method_options
@@ -38,7 +37,7 @@ def warm_up_for(options: Options, keep_posteriors: bool = False):
 
 def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cpu", keep_posteriors: bool = False,
                 progress=None, repeats: int = 1, repeat_seconds: float = math.inf,
-                devices: Sequence[int] | None = None, started: Future | None = None) -> Reconstruction:
+                devices: Sequence[int] | None = None, started: Started | None = None) -> Reconstruction:
     """Reconstruct the full history of ``problem`` from its observations alone.
 
     ``algorithm_seconds`` excludes compilation (a warm-up on a tiny problem
@@ -55,10 +54,10 @@ def reconstruct(problem: Problem, options: Options, backend: Backend | str = "cp
     by :func:`battus.backends.open_backend` (with ``auto``, a graph too large
     for the GPU falls back to the CPU there) and closed (its fitting workers
     stopped) before returning. ``started`` (with ``backend`` given by name): that
-    backend already being chosen and warmed up, a future of
-    :func:`battus.backends.start_backend` with :func:`warm_up_for` (the CLI starts
-    it while it reads the problem); ``warmup_seconds`` then records what remained
-    of the warm-up, and the upload.
+    backend already being chosen and warmed up, :func:`battus.backends.start_backend`
+    with :func:`warm_up_for` in another thread (the CLI starts it while it reads
+    the problem), and the problem is uploaded beside the rest of that warm-up;
+    ``warmup_seconds`` then records what remained of the warm-up, and the upload.
     """
     options.validate()
     if repeats < 1:

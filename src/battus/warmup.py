@@ -4,6 +4,8 @@ problem, before the timed interval. The pipeline hands :func:`run_every_kernel` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .backends.base import Backend
@@ -12,11 +14,12 @@ from .graph import from_arcs
 from .problem import Observations, Problem
 
 
-def warm_up(backend: Backend, causal: bool = False, fit: bool = True, posteriors: bool = True) -> None:
+def warm_up(backend: Backend, causal: bool = False, fit: bool = True, posteriors: bool = True,
+            ready: Callable[[], None] | None = None) -> None:
     """Compile every kernel ``backend`` will run for a reconstruction (with the causal repair's
     when ``causal``, the fit's when ``fit``, and those that form and decode every posterior,
-    kept, when ``posteriors``)."""
-    backend.warm_up(run_every_kernel, causal=causal, fit=fit, posteriors=posteriors)
+    kept, when ``posteriors``); ``ready``: as :meth:`battus.backends.base.Backend.warm_up` calls it."""
+    backend.warm_up(run_every_kernel, causal=causal, fit=fit, posteriors=posteriors, ready=ready)
 
 
 def tiny_problem() -> Problem:

@@ -5,43 +5,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
+from typing import NamedTuple
 
+from ..cuda_driver import driver_loadable
 from ..errors import InputError
 from ..problem import Problem
 from .base import Backend, Prepared
 from .cpu import CPUBackend
 
-__all__ = ["Backend", "CPUBackend", "Prepared", "cuda_available", "get_backend", "open_backend", "start_backend"]
-
-
-# Where Numba-CUDA looks for the driver when NUMBA_CUDA_DRIVER is unset (numba_cuda's
-# cudadrv/driver.py, Linux): a machine where none of them loads has no GPU Numba could use.
-_DRIVER_NAMES = ("libcuda.so", "libcuda.so.1", "/usr/lib/libcuda.so", "/usr/lib/libcuda.so.1",
-                 "/usr/lib64/libcuda.so", "/usr/lib64/libcuda.so.1")
-
-
-def _driver_loadable() -> bool:
-    """Whether a CUDA driver library loads: a few milliseconds, where importing Numba-CUDA to ask
-    it took 0.4 s of every ``--backend auto`` run on a machine without a GPU."""
-    import ctypes
-    import sys
-
-    if os.environ.get("NUMBA_CUDA_DRIVER") or not sys.platform.startswith("linux"):
-        return True  # a driver Numba is told of, or another platform's names: let Numba look
-    for name in _DRIVER_NAMES:
-        try:
-            ctypes.CDLL(name)
-            return True
-        except OSError:
-            continue
-    return False
+__all__ = ["Backend", "CPUBackend", "Prepared", "Started", "cuda_available", "get_backend", "open_backend",
+           "start_backend"]
 
 
 def cuda_available() -> bool:
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         return True
-    if not _driver_loadable():
+    if not driver_loadable():
         return False
     try:
         from numba import cuda
@@ -84,20 +64,48 @@ def get_backend(name: str = "auto", devices: Sequence[int] | None = None) -> Bac
     return CUDABackend(devices=devices) if devices else CUDABackend()
 
 
-def start_backend(name: str, devices: Sequence[int] | None, warm_up: Callable[[Backend], None]) -> Backend:
-    """:func:`get_backend`, warmed up (``warm_up(backend)``): what :func:`open_backend` does before
-    it gives the backend a problem, to run while the problem is still being read (``started``)."""
-    backend = get_backend(name, devices=devices)
+class Started(NamedTuple):
+    """A backend being chosen and warmed up in another thread by :func:`start_backend`: ``chosen``
+    is given it (or the error that stopped it) as soon as a problem may be prepared beside the rest
+    of its warm-up, ``warmed`` once the warm-up is done (the future of the call itself)."""
+
+    chosen: Future
+    warmed: Future
+
+
+def start_backend(name: str, devices: Sequence[int] | None, warm_up: Callable[..., None],
+                  chosen: Future | None = None) -> Backend:
+    """:func:`get_backend`, warmed up (``warm_up(backend, ready=...)``): what :func:`open_backend`
+    does before it gives the backend a problem, to run in a thread while the problem is still being
+    read (:class:`Started`). ``chosen``: given the backend when the warm-up calls ``ready``, or the
+    error that came first."""
     try:
-        warm_up(backend)
-    except BaseException:
+        backend = get_backend(name, devices=devices)
+    except BaseException as exc:
+        _refuse(chosen, exc)
+        raise
+
+    def ready() -> None:
+        if chosen is not None and not chosen.done():
+            chosen.set_result(backend)
+
+    try:
+        warm_up(backend, ready=ready)
+    except BaseException as exc:
+        _refuse(chosen, exc)
         backend.close()
         raise
+    ready()
     return backend
 
 
+def _refuse(chosen: Future | None, exc: BaseException) -> None:
+    if chosen is not None and not chosen.done():
+        chosen.set_exception(exc)
+
+
 def open_backend(name: str, devices: Sequence[int] | None, problem: Problem, warm_up: Callable[[Backend], None],
-                 say: Callable[[str], None], started: Future | None = None,
+                 say: Callable[[str], None], started: Started | None = None,
                  fit: bool = True) -> tuple[Backend, Prepared]:
     """The backend a reconstruction runs on, warmed up (``warm_up(backend)``) and holding ``problem``
     (prepared for fitting rates when ``fit``).
@@ -106,17 +114,24 @@ def open_backend(name: str, devices: Sequence[int] | None, problem: Problem, war
     picks it; with ``auto``, a problem too large for the GPU's free memory
     runs on the CPU instead (one thread pool, whatever ``devices`` asked for),
     saying so through ``say``. A backend that fails is closed before the error
-    goes on. ``started``: a future of :func:`start_backend` for the same name,
-    devices and warm-up, begun while ``problem`` was read; its backend (or its
-    error) is taken as if it had been started here.
+    goes on. ``started``: :func:`start_backend` for the same name, devices and
+    warm-up, begun while ``problem`` was read; its backend (or its error) is
+    taken as if it had been started here, and ``problem`` is prepared (uploaded,
+    laid out) beside the rest of its warm-up.
     """
     backend = None
     try:
         if started is not None:
-            backend = started.result()
-        else:
-            backend = get_backend(name, devices=devices)
-            warm_up(backend)
+            backend = started.chosen.result()
+            try:
+                prep = backend.prepare(problem, fit)
+            except BaseException:
+                wait([started.warmed])  # the warm-up ends before the backend is closed
+                raise
+            started.warmed.result()
+            return backend, prep
+        backend = get_backend(name, devices=devices)
+        warm_up(backend)
         return backend, backend.prepare(problem, fit)
     except InputError as exc:
         if backend is not None:

@@ -51,17 +51,21 @@ class Backend(Protocol):
     max_causal_frames: int
 
     def warm_up(self, exercise: Callable[[Backend, bool, bool, bool], None], causal: bool = False,
-                fit: bool = True, posteriors: bool = True) -> None:
+                fit: bool = True, posteriors: bool = True, ready: Callable[[], None] | None = None) -> None:
         """Compile (or load from Numba's cache) every kernel a reconstruction will use, the causal
         repair's too when ``causal`` and the fit's when ``fit``, so that the timed interval holds no
         compilation (and a run that does not fit does not pay for loading the fit's kernels).
         ``posteriors``: also those that form and decode every posterior, kept (``--posteriors``).
         ``exercise(backend, causal, fit, posteriors)`` runs those kernels on a tiny problem
-        (:func:`battus.warmup.run_every_kernel`, which the caller hands in)."""
+        (:func:`battus.warmup.run_every_kernel`, which the caller hands in). ``ready()`` is called
+        as soon as :meth:`prepare` may run in another thread beside the rest of this warm-up, with
+        the same result as after it."""
 
     def prepare(self, problem: Problem, fit: bool = True) -> Prepared:
         """Hold graph and observations in the backend's memory, with what fitting rates needs when
-        ``fit`` (:func:`battus.fit.fit_rates` on a problem prepared without it is an error)."""
+        ``fit`` (:func:`battus.fit.fit_rates` on a problem prepared without it is an error). May be
+        called from another thread than the one that made the backend, and beside a warm-up
+        that has called its ``ready``."""
 
     def synchronize(self) -> None:
         """Wait until all queued work is done."""

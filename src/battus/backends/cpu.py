@@ -53,8 +53,12 @@ class CPUBackend:
     def stop_interval(self, start: float) -> float:
         return time.perf_counter() - start
 
-    def warm_up(self, exercise, causal: bool = False, fit: bool = True, posteriors: bool = True) -> None:
-        """Load every kernel (compiled or from Numba's cache) outside the timed interval."""
+    def warm_up(self, exercise, causal: bool = False, fit: bool = True, posteriors: bool = True,
+                ready=None) -> None:
+        """Load every kernel (compiled or from Numba's cache) outside the timed interval; a problem
+        may be prepared beside it from the start (:meth:`prepare` runs no kernel)."""
+        if ready is not None:
+            ready()
         if needs_warm_up(self._warmed, causal, fit, posteriors):
             exercise(self, causal, fit, posteriors)
             self._warmed.add((causal, fit, posteriors))

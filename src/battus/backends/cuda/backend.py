@@ -11,6 +11,7 @@ the fitting workers :mod:`.worker_pipe`'s.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -64,10 +65,12 @@ class CUDABackend:
             cuda.select_device(self.devices[0])
         # The simulator runs every thread as a Python thread: small blocks keep tests fast.
         self.threads = WARP if self.simulated else BLOCK
+        self.ordinal = None  # the CUDA device this process runs on
         if self.simulated:
             self.device = "CUDA simulator"
         else:
             dev = cuda.get_current_device()
+            self.ordinal = dev.id
             name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
             self.device = f"{name} (cc {dev.compute_capability[0]}.{dev.compute_capability[1]})"
         if len(self.devices) > 1:
@@ -77,6 +80,9 @@ class CUDABackend:
         self.pool = WorkerPool()
         self.rounds = FitRounds(self.passes, self.pool)
         self._warmed: set[tuple[bool, bool, bool]] = set()  # the (causal, fit, posteriors) warm_up has run with
+        # held by a warm-up, which may be starting the fitting workers: a problem prepared beside it
+        # in another thread waits for it before deciding whether the workers hold a copy
+        self._warming = threading.RLock()
 
     # -- interface
 
@@ -100,17 +106,26 @@ class CUDABackend:
         stop.synchronize()
         return cuda.event_elapsed_time(start, stop) / 1e3
 
-    def warm_up(self, exercise, causal: bool = False, fit: bool = True, posteriors: bool = True) -> None:
+    def warm_up(self, exercise, causal: bool = False, fit: bool = True, posteriors: bool = True,
+                ready=None) -> None:
         """Compile every kernel on a tiny problem, outside the timed interval.
 
         With several ``devices`` a warm-up for a fit also starts one worker
         process per extra device (each compiles while this one does); problems
         prepared after that are held by every worker, and their fitting rounds
-        are spread over all devices.
+        are spread over all devices. ``ready()`` is called once the workers are
+        started: a problem prepared in another thread from then on is uploaded
+        beside this warm-up and handed to the workers after it.
         """
-        starting = fit and len(self.devices) > 1 and not self.pool.workers
-        if starting:
-            self.pool.start(list(self.devices[1:]), self.settings)
+        with self._warming:
+            starting = fit and len(self.devices) > 1 and not self.pool.workers
+            if starting:
+                self.pool.start(list(self.devices[1:]), self.settings)
+            if ready is not None:
+                ready()
+            self._warm_up(exercise, causal, fit, posteriors, starting)
+
+    def _warm_up(self, exercise, causal: bool, fit: bool, posteriors: bool, starting: bool) -> None:
         try:
             # the simulator compiles nothing
             if needs_warm_up(self._warmed, causal, fit, posteriors) and not self.simulated:
@@ -137,10 +152,26 @@ class CUDABackend:
         """Upload graph and observations and build the degree bins, and for a ``fit`` the work items
         (outside the timed interval), after checking that they fit; with fitting workers, each
         prepares a copy too."""
+        self._bind()
         prep = upload(self.memory, problem, self.settings, self.threads, fit)
-        if fit and self.pool.spread:
-            self.pool.prepare(prep, problem)
+        if fit:
+            with self._warming:  # a warm-up in another thread decides on the workers first
+                if self.pool.spread:
+                    self.pool.prepare(prep, problem)
         return prep
+
+    def _bind(self) -> None:
+        """Make this backend's device the current one of the calling thread: a CUDA context is
+        current per thread, and a backend made and warmed up in one thread is given its problem
+        in another (where Numba would otherwise take device 0)."""
+        if self.simulated:
+            return
+        from numba.cuda.cudadrv.driver import driver
+
+        with driver.get_active_context() as active:
+            if active and active.devnum == self.ordinal:
+                return
+        cuda.select_device(self.ordinal)
 
     def to_host(self, array) -> np.ndarray:
         if isinstance(array, DevicePressures):

@@ -17,6 +17,7 @@ docs/benchmarks.md has measured peaks.
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -37,6 +38,9 @@ class DeviceMemory:
         self.simulated = simulated
         self.live_bytes = 0
         self.peak_bytes = 0
+        # a problem is prepared in one thread while the warm-up allocates in another; re-entrant,
+        # since a release runs from a finalizer, on whichever thread collects the array
+        self._counting = threading.RLock()
 
     def alloc(self, shape, dtype):
         arr = cuda.device_array(shape, dtype=dtype)
@@ -50,12 +54,14 @@ class DeviceMemory:
 
     def _track(self, arr) -> None:
         nbytes = int(np.prod(arr.shape)) * np.dtype(arr.dtype).itemsize
-        self.live_bytes += nbytes
-        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        with self._counting:
+            self.live_bytes += nbytes
+            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
         weakref.finalize(arr, self._release, nbytes)
 
     def _release(self, nbytes: int) -> None:
-        self.live_bytes -= nbytes
+        with self._counting:
+            self.live_bytes -= nbytes
 
     def reset_peak(self) -> None:
         self.peak_bytes = self.live_bytes
