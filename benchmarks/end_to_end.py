@@ -57,7 +57,7 @@ STAGES = {
     "battus.backends.cuda.layout": [("gather_order", "layout: gather order"), ("build_bins", "layout: degree bins"),
                                     ("build_items", "layout: fitting work items")],
     "battus.io": [("read_history", "read history")],
-    "battus.backends": [("start_backend", "choose backend + warm up")],
+    "battus.backends": [("start_backend", "choose backend + warm up"), ("get_backend", "choose backend")],
     "battus.pipeline": [("open_backend", "backend ready and problem prepared"),
                         ("_run_once", "algorithm (with host sync)"),
                         ("states_from_hitting_times", "download + states"), ("reconstruct", "reconstruct call")],
@@ -137,7 +137,9 @@ def fresh(code_or_argv, env) -> tuple[float, str]:
     started = time.perf_counter()
     argv = [sys.executable, "-c", code_or_argv[0], *code_or_argv[1:]] if isinstance(code_or_argv, tuple) \
         else code_or_argv
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise SystemExit(f"{' '.join(map(str, argv[:4]))}... exited with {done.returncode}:\n{done.stderr[-3000:]}")
     return time.perf_counter() - started, done.stdout + done.stderr
 
 

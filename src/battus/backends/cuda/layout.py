@@ -8,6 +8,7 @@ caller's vertex ids.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,13 @@ class CUDAPrepared(Prepared):
     host_gather_id: Any = None
     host_obs_states: Any = None
     compact: dict = field(default_factory=dict)
+
+
+# A problem is uploaded in one thread while a warm-up uploads its tiny one in another, and Numba-CUDA
+# loads a kernel into a context unguarded: two threads launching one for the first time at once
+# both load it, and the second fails ("key already in dictionary"). Once loaded, a launch holds
+# this for microseconds.
+_LAUNCHING = threading.Lock()
 
 
 def upload(memory: DeviceMemory, problem: Problem, settings: CUDASettings, threads: int,
@@ -77,13 +85,15 @@ def upload(memory: DeviceMemory, problem: Problem, settings: CUDASettings, threa
     counts = memory.upload(np.zeros(problem.n, dtype=np.int64))
     grid = blocks(indices.shape[0], BLOCK)
     if indices.shape[0]:
-        layout_cuda.count_sources[grid, BLOCK](prep.indices, counts)
+        with _LAUNCHING:
+            layout_cuda.count_sources[grid, BLOCK](prep.indices, counts)
     gather_id = gather_order(counts.copy_to_host())
     del counts
     prep.gather_id = memory.upload(gather_id)
     prep.gather_indices = memory.alloc(indices.shape[0], np.int32)
     if indices.shape[0]:
-        layout_cuda.renumber_sources[grid, BLOCK](prep.gather_id, prep.indices, prep.gather_indices)
+        with _LAUNCHING:
+            layout_cuda.renumber_sources[grid, BLOCK](prep.gather_id, prep.indices, prep.gather_indices)
     prep.bins = build_bins(memory, indptr, settings, threads)
     if fit:
         prep.items = build_items(memory, indptr, gather_id, settings.item_arcs)
