@@ -158,3 +158,17 @@ def test_the_probe_waits_for_its_child_or_its_deadline(monkeypatch, pidfd):
     assert wait_for(slow, 0.2) is None
     os.kill(slow, signal.SIGKILL)
     os.waitpid(slow, 0)
+
+
+def test_an_input_that_cannot_be_hashed_is_named_and_nothing_is_written(tmp_path):
+    problem = toy_problem()
+    recon = reconstruct(problem, method_options("battus-z"), backend="cpu")
+
+    def unreadable():
+        raise OSError(5, "Input/output error")
+
+    with pytest.raises(InputError, match="h.h5: file: reading it for its sha256 failed"):
+        write_prediction(tmp_path / "p.h5", recon, problem, tmp_path / "h.h5", input_sha256=unreadable)
+    with pytest.raises(InputError, match="missing.h5: file: reading it for its sha256 failed"):
+        write_prediction(tmp_path / "p.h5", recon, problem, tmp_path / "missing.h5")
+    assert list(tmp_path.iterdir()) == []

@@ -438,8 +438,13 @@ def write_prediction(path: str | Path, recon: Reconstruction, problem: Problem, 
 
 def _prediction_attrs(recon: Reconstruction, problem: Problem, input_path: str | Path | None, extra: dict | None,
                       input_sha256: str | Callable[[], str] | None) -> dict:
-    if callable(input_sha256):
-        input_sha256 = input_sha256()
+    try:
+        if callable(input_sha256):
+            input_sha256 = input_sha256()
+        elif input_sha256 is None and input_path:
+            input_sha256 = sha256_file(input_path)
+    except OSError as exc:  # here, not as the output's "writing failed": the input could not be read again
+        raise InputError(input_path, "file", f"reading it for its sha256 failed ({exc})") from None
     prov = provenance(
         method=recon.params.get("method"),
         params=recon.params,
@@ -449,7 +454,7 @@ def _prediction_attrs(recon: Reconstruction, problem: Problem, input_path: str |
         device=recon.device,
         algorithm_seconds=recon.algorithm_seconds,
         input=str(input_path) if input_path else None,
-        input_sha256=(input_sha256 or sha256_file(input_path)) if input_path else None,
+        input_sha256=input_sha256 if input_path else None,
         fit_trace=recon.fit_trace,
         **(extra or {}),
     )
