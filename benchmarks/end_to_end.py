@@ -7,6 +7,7 @@ method runs, each in a fresh process (Numba's cache directory as set by the call
 
 - ``battus reconstruct`` itself, ``--repeat`` times: wall time, and the algorithm time it reports;
 - once more with ``--score`` (what a workflow job runs: the prediction scored in the same process);
+- once with a timeline: each stage's start and end, thread by thread, on one clock (``TIMELINE``);
 - the same steps timed one by one (import, read, choose + warm up + upload, algorithm, the input's sha256, write);
 - the floor: reading the history's graph and observations and copying them to the device.
 

@@ -199,6 +199,8 @@ def remove_stale_temporaries(target: str | Path) -> list[Path]:
     return removed
 
 
+_HASH_BLOCK = 32 << 20
+
 
 def sha256_file(path: str | Path) -> str:
     """The SHA-256 of a file's bytes, as hex.
@@ -214,6 +216,3 @@ def sha256_file(path: str | Path) -> str:
         while got := fh.readinto(buffer):
             digest.update(buffer[:got])
     return digest.hexdigest()
-
-
-_HASH_BLOCK = 32 << 20
