@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from battus import chunked
-from battus.chunked import chunk_shape, fletcher32, write_compressed
+from battus.chunked import GZIP_LEVEL, chunk_shape, fletcher32, write_compressed
 
 ARRAYS = {
     "states": lambda rng: rng.integers(0, 3, (41, 300_001)).astype(np.uint8),  # a chunk a frame
@@ -24,7 +24,7 @@ def test_chunks_match_hdf5_filters(tmp_path, kind):
         write_compressed(fh, "x", data)
     with h5py.File(tmp_path / "hdf5.h5", "w") as fh:
         fh.create_dataset("x", data=data, chunks=chunk_shape(data.shape, data.dtype.itemsize), compression="gzip",
-                          compression_opts=4, shuffle=True, fletcher32=True)
+                          compression_opts=GZIP_LEVEL, shuffle=True, fletcher32=True)
     with h5py.File(tmp_path / "ours.h5") as ours, h5py.File(tmp_path / "hdf5.h5") as ref:
         a, b = ours["x"], ref["x"]
         assert (a.chunks, a.compression, a.compression_opts, a.shuffle, a.fletcher32) == (

@@ -71,7 +71,7 @@ def _put(group: h5py.Group, name: str, data: np.ndarray, compress: bool = True) 
     elif compress:
         from .chunked import write_compressed
 
-        write_compressed(group, name, data, level=4)
+        write_compressed(group, name, data)
     else:
         chunks = (min(data.shape[0], _RAW_CHUNK),) + data.shape[1:] if data.ndim == 1 else True
         group.create_dataset(name, data=data, chunks=chunks, fletcher32=True)

@@ -1,7 +1,7 @@
 """What every Numba-CUDA kernel module shares: the import guard, launch geometry and block reductions.
 
-Importing this module first makes numba-cuda usable under NumPy >= 2.5
-(:mod:`battus.kernels.cuda_compat`). Reductions use shared memory and
+Importing this module first makes numba-cuda usable under NumPy >= 2.5, and spares its first
+kernel load the import of SciPy's BLAS (:mod:`battus.kernels.cuda_compat`). Reductions use shared memory and
 ``syncthreads`` under the CUDA simulator, which has no warp shuffles; on a
 GPU warps reduce with shuffles (checked against the CPU backend
 by tests/test_gpu.py).
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import warnings
 
-from .cuda_compat import ensure_numpy_compat
+from .cuda_compat import ensure_numpy_compat, import_array_math
 
 ensure_numpy_compat()  # before numba.cuda compiles anything
+import_array_math()
 
 from numba import cuda  # noqa: E402
 

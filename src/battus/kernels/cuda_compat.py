@@ -1,4 +1,15 @@
-"""Make numba-cuda 0.30.4 compile kernels under NumPy >= 2.5.
+"""Make numba-cuda 0.30.4 compile kernels under NumPy >= 2.5, and start without SciPy's BLAS.
+
+The BLAS probe: the first kernel a process compiles or loads from Numba's cache imports numba-cuda's
+array math, which runs ``import scipy.linalg.cython_blas`` to decide whether ``np.dot`` and its
+kind may call a host BLAS. Where SciPy is installed that import takes 0.2-0.3 s of every CUDA
+command, on the thread that loads the kernels. Device code cannot call a host BLAS: without one
+numba-cuda compiles those functions as its own loop, the only form a kernel can run. So
+:func:`import_array_math` imports that module with ``scipy.linalg.cython_blas`` hidden (unless it
+is already imported, when the probe costs nothing), then shows it again: the process's own imports
+of SciPy are unchanged afterwards. Battus's kernels call none of these functions.
+
+The NumPy 2.5 fix:
 
 numba-cuda's ``numba/cuda/np/arrayobj.py`` runs ``overload(np.row_stack)``
 at import time whenever ``numpy_version >= (2, 0)``. NumPy 2.5 removed
@@ -37,6 +48,8 @@ import threading
 import numpy as np
 
 _ARRAYOBJ = "numba.cuda.np.arrayobj"
+_ARRAYMATH = "numba.cuda.np.arraymath"
+_BLAS_PROBE = "scipy.linalg.cython_blas"
 _lock = threading.Lock()
 
 
@@ -63,4 +76,28 @@ def ensure_numpy_compat() -> bool:
             importlib.import_module(_ARRAYOBJ)
         finally:
             del np.row_stack
+        return True
+
+
+def import_array_math() -> bool:
+    """Import numba-cuda's array math with SciPy's BLAS module hidden from its probe (see above).
+
+    Returns True when the module was hidden (SciPy's BLAS not yet imported). Idempotent and
+    thread-safe; a no-op under ``NUMBA_ENABLE_CUDASIM=1``. Call after :func:`ensure_numpy_compat`
+    (the array math imports the array module).
+    """
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return False
+    with _lock:
+        if _ARRAYMATH in sys.modules:
+            return False
+        if _BLAS_PROBE in sys.modules:
+            importlib.import_module(_ARRAYMATH)
+            return False
+        sys.modules[_BLAS_PROBE] = None  # an import of it raises ImportError, as without SciPy
+        try:
+            importlib.import_module(_ARRAYMATH)
+        finally:
+            if sys.modules.get(_BLAS_PROBE, 0) is None:
+                del sys.modules[_BLAS_PROBE]
         return True
