@@ -81,6 +81,9 @@ def upload(memory: DeviceMemory, problem: Problem, settings: CUDASettings, threa
         bins={},
         items={},
     )
+    # the degree bins first: host work that needs no kernel, done while a warm-up in another thread
+    # may still be loading the kernels the next steps launch
+    prep.bins = build_bins(memory, indptr, settings, threads)
     # the layout's two passes over every arc run on the device, which holds the arcs already
     counts = memory.upload(np.zeros(problem.n, dtype=np.int64))
     grid = blocks(indices.shape[0], BLOCK)
@@ -94,7 +97,6 @@ def upload(memory: DeviceMemory, problem: Problem, settings: CUDASettings, threa
     if indices.shape[0]:
         with _LAUNCHING:
             layout_cuda.renumber_sources[grid, BLOCK](prep.gather_id, prep.indices, prep.gather_indices)
-    prep.bins = build_bins(memory, indptr, settings, threads)
     if fit:
         prep.items = build_items(memory, indptr, gather_id, settings.item_arcs)
     prep.host_indptr, prep.host_gather_id, prep.host_obs_states = indptr, gather_id, obs.states
@@ -122,7 +124,10 @@ def descending_order(counts: np.ndarray) -> np.ndarray:
     top = (1 << 16) - 1
     # descending as ascending: a count c < top has the key top - c >= 1; every larger one the key
     # 0, so the hubs come first, by position, and are then ordered among themselves
-    order = np.argsort((top - np.minimum(counts, top)).astype(np.uint16), kind="stable")
+    key = np.empty(counts.shape, dtype=np.uint16)
+    np.minimum(counts, top, out=key, casting="unsafe")  # one pass: every value fits after the minimum
+    np.subtract(top, key, out=key)
+    order = np.argsort(key, kind="stable")
     hubs = int(np.count_nonzero(counts >= top))
     if hubs:
         first = order[:hubs]
