@@ -16,9 +16,9 @@ import pytest
 
 from battus.suite.report.html import table_html, write_table_html
 from battus.suite.report.seeds import SeedStat
-from battus.suite.report.specfile import item_spec_text, read_item_spec, write_item_spec
 from battus.suite.report.summary import random_control, reading_guide, summary_rst, write_summary
 from battus.suite.report.tables import Panel, Table, table_markdown
+from battus.suite.specfile import item_spec_text, read_item_spec, write_item_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from _common import prepare_outputs, setup_log  # noqa: E402
 
 from battus.suite import report  # noqa: E402
 from battus.suite.report.html import write_table_html  # noqa: E402
-from battus.suite.report.specfile import read_item_spec  # noqa: E402
+from battus.suite.specfile import read_item_spec  # noqa: E402
 
 log = setup_log(snakemake)  # noqa: F821
 prepare_outputs(snakemake)  # noqa: F821

@@ -6,8 +6,8 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from _common import prepare_outputs, setup_log  # noqa: E402
 
-from battus.suite.report.specfile import read_item_spec  # noqa: E402
 from battus.suite.report.summary import gather, write_summary  # noqa: E402
+from battus.suite.specfile import read_item_spec  # noqa: E402
 
 log = setup_log(snakemake)  # noqa: F821
 prepare_outputs(snakemake)  # noqa: F821
