@@ -421,9 +421,13 @@ def _frames(indptr, indices, gamma, packed, bucket_ptr, bucket, T, unanimous_rou
         size = nb + n_arrived
         if size == 0:
             continue
+        # element by element: a slice assigned from an array makes Numba compile its shape-mismatch
+        # message (string formatting, about 5 s of this kernel's first compilation), here impossible
         pool = np.empty(size, dtype=np.int64)
-        pool[:nb] = bucket[bucket_ptr[a]:bucket_ptr[a + 1]]
-        pool[nb:] = arrived[:n_arrived]
+        for k in range(nb):
+            pool[k] = bucket[bucket_ptr[a] + k]
+        for k in range(n_arrived):
+            pool[nb + k] = arrived[k]
         n_arrived = 0
         slot_ptr = np.empty(size + 1, dtype=np.int64)
         slot_ptr[0] = 0
