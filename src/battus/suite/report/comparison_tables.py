@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...score import paper_from_ditto
 from .scores import (
     DITTO_PUBLISHED,
     UPSTREAM_MEASURED,
@@ -398,6 +397,9 @@ def table_ditto_protocol(spec: dict, scores: dict, published: pd.DataFrame | Non
     ``measured``: the upstream methods' measured rows (:func:`~battus.suite.report.scores.read_measured`),
     those of the final-frame protocol shown below the published ones, tagged, never ranked or bold.
     """
+    # imported here: battus.score loads the scorers' Numba kernels (0.2 s), which no other table needs
+    from ...score import paper_from_ditto
+
     exp = spec["experiments"]["ditto_protocol"]
     panels, tidy, n_published, records, upstream = [], [], 0, [], []
     for model, title in (("si", "SI datasets"), ("sir", "SIR datasets")):
