@@ -421,8 +421,9 @@ def _frames(indptr, indices, gamma, packed, bucket_ptr, bucket, T, unanimous_rou
         size = nb + n_arrived
         if size == 0:
             continue
-        # element by element: a slice assigned from an array makes Numba compile its shape-mismatch
-        # message (string formatting, about 5 s of this kernel's first compilation), here impossible
+        # element by element: a slice assigned from an array makes Numba compile the message of a
+        # shape mismatch (string formatting, about 3 s of this kernel's first compilation) that the
+        # sizes here rule out
         pool = np.empty(size, dtype=np.int64)
         for k in range(nb):
             pool[k] = bucket[bucket_ptr[a] + k]

@@ -6,8 +6,9 @@ kind may call a host BLAS. Where SciPy is installed that import takes 0.2-0.3 s 
 command, on the thread that loads the kernels. Device code cannot call a host BLAS: without one
 numba-cuda compiles those functions as its own loop, the only form a kernel can run. So
 :func:`import_array_math` imports that module with ``scipy.linalg.cython_blas`` hidden (unless it
-is already imported, when the probe costs nothing), then shows it again: the process's own imports
-of SciPy are unchanged afterwards. Battus's kernels call none of these functions.
+is already imported, when the probe costs nothing), then shows it again: after that import (once,
+when the first CUDA kernel module is imported) the process imports SciPy as before; only another
+thread importing SciPy's BLAS during it would be refused. Battus's kernels call none of these functions.
 
 The NumPy 2.5 fix:
 

@@ -7,8 +7,8 @@ their spec files are rewritten and only their tables and figures are made again,
 that makes a table has short params (its name), which the HTML report prints in the table's
 information panel.
 
-It sits outside :mod:`battus.suite.report`, whose package imports pandas, the scorers and Numba
-(0.8 s): the rule that writes a spec file, one job per table and figure, imports only this.
+It sits outside :mod:`battus.suite.report`, whose package imports pandas and every table and figure
+module (0.6 s): the rule that writes a spec file, one job per table and figure, imports only this.
 """
 
 from __future__ import annotations
