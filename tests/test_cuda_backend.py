@@ -586,10 +586,18 @@ def test_auto_backend_falls_back_to_the_cpu_when_the_gpu_is_too_small(graph, mon
         reconstruct(problem, method_options("battus-z"), backend="cuda")
 
 
-def test_numpy_row_stack_workaround():
-    """Simulate NumPy >= 2.5 in a fresh interpreter: the guard must let numba-cuda import."""
+def _fresh_python(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter outside the CUDA simulator (it must exit 0)."""
     import subprocess
 
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_numpy_row_stack_workaround():
+    """Simulate NumPy >= 2.5 in a fresh interpreter: the guard must let numba-cuda import."""
     code = (
         "import numpy as np\n"
         "np.__dict__.pop('row_stack', None)\n"
@@ -600,11 +608,7 @@ def test_numpy_row_stack_workaround():
         "assert 'row_stack' not in np.__dict__\n"
         "print(needed)\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "True"
+    assert _fresh_python(code) == "True"
 
 
 @pytest.mark.parametrize("imported_before", [False, True])
@@ -612,8 +616,6 @@ def test_array_math_imported_without_scipy_blas(imported_before):
     """numba-cuda's array math is imported with SciPy's BLAS hidden from its probe (the probe's
     0.2-0.3 s import is not paid), and SciPy's BLAS imports as usual afterwards; once the process
     has imported it, nothing is hidden."""
-    import subprocess
-
     pytest.importorskip("scipy.linalg.cython_blas")
     code = (
         "import sys\n"
@@ -628,10 +630,7 @@ def test_array_math_imported_without_scipy_blas(imported_before):
         "import scipy.linalg.cython_blas\n"
         "print(hidden)\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(not imported_before)
+    assert _fresh_python(code) == str(not imported_before)
 
 
 @pytest.mark.parametrize("model", ["si", "sir"])

@@ -41,10 +41,12 @@ Routes considered:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
 import threading
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -58,26 +60,49 @@ def _removed_row_stack(*args, **kwargs):  # pragma: no cover - never called
     raise AttributeError("numpy.row_stack was removed in NumPy 2.5; use numpy.vstack")
 
 
+@contextlib.contextmanager
+def _row_stack_placeholder() -> Iterator[None]:
+    np.row_stack = _removed_row_stack
+    try:
+        yield
+    finally:
+        del np.row_stack
+
+
+@contextlib.contextmanager
+def _blas_hidden() -> Iterator[None]:
+    sys.modules[_BLAS_PROBE] = None  # an import of it raises ImportError, as without SciPy
+    try:
+        yield
+    finally:
+        if sys.modules.get(_BLAS_PROBE, 0) is None:
+            del sys.modules[_BLAS_PROBE]
+
+
+def _import_once(module: str, workaround: Callable[[], contextlib.AbstractContextManager | None]) -> bool:
+    """Import ``module`` of numba-cuda inside ``workaround()`` (asked under the lock; None: not
+    needed). True when it was needed; idempotent, thread-safe, a no-op under the simulator."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return False
+    with _lock:
+        if module in sys.modules:
+            return False
+        context = workaround()
+        if context is None:
+            importlib.import_module(module)
+            return False
+        with context:
+            importlib.import_module(module)
+        return True
+
+
 def ensure_numpy_compat() -> bool:
     """Import numba-cuda's array module under a temporary ``np.row_stack``.
 
     Returns True when the workaround was needed (NumPy without ``row_stack``).
     Idempotent and thread-safe; a no-op under ``NUMBA_ENABLE_CUDASIM=1``.
     """
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        return False
-    with _lock:
-        if _ARRAYOBJ in sys.modules:
-            return False
-        if "row_stack" in np.__dict__:
-            importlib.import_module(_ARRAYOBJ)
-            return False
-        np.row_stack = _removed_row_stack
-        try:
-            importlib.import_module(_ARRAYOBJ)
-        finally:
-            del np.row_stack
-        return True
+    return _import_once(_ARRAYOBJ, lambda: None if "row_stack" in np.__dict__ else _row_stack_placeholder())
 
 
 def import_array_math() -> bool:
@@ -87,18 +112,4 @@ def import_array_math() -> bool:
     thread-safe; a no-op under ``NUMBA_ENABLE_CUDASIM=1``. Call after :func:`ensure_numpy_compat`
     (the array math imports the array module).
     """
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        return False
-    with _lock:
-        if _ARRAYMATH in sys.modules:
-            return False
-        if _BLAS_PROBE in sys.modules:
-            importlib.import_module(_ARRAYMATH)
-            return False
-        sys.modules[_BLAS_PROBE] = None  # an import of it raises ImportError, as without SciPy
-        try:
-            importlib.import_module(_ARRAYMATH)
-        finally:
-            if sys.modules.get(_BLAS_PROBE, 0) is None:
-                del sys.modules[_BLAS_PROBE]
-        return True
+    return _import_once(_ARRAYMATH, lambda: None if _BLAS_PROBE in sys.modules else _blas_hidden())
