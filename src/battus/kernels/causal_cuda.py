@@ -33,7 +33,7 @@ int32 (4 bytes per neighbour; on SNAP-sized graphs the packed arrays stay in
 L2), which limits T to :data:`MAX_T`; the int64 arrays stay authoritative.
 
 Device memory beyond the backend's arrays (n vertices, m arcs): one workspace
-of about ``184 n + 8 m`` bytes (the candidate lists of a frame can reach every
+of about ``171 n + 8 m`` bytes (the candidate lists of a frame can reach every
 arc; the observation windows are computed into it) and ``16 n`` for the repaired copy
 of the hitting times (the input is kept to count moved vertices).
 """
@@ -83,16 +83,16 @@ C_SIZE = 18
 S_SEEN, S_SELF, S_ROUNDS, S_LEFT = 0, 1, 2, 3
 S_SIZE = 4
 # rows of the workspace arrays (_run), one array per element type
-W_WINDOW, W_HITS, W_HEAVY, W_BUCKET, W_VIOL, W_CHOICE_ID, W_BEST_ID, W_COUNT = 0, 1, 2, 3, 4, 5, 6, 7
-W_PROPOSED, W_REJECTED, W_ROUND_LIST, W_ARRIVED = 8, 9, 10, 11  # arrived: two rows (alternate frames)
-W_ROWS = 13  # int32, n
+W_WINDOW, W_HITS, W_HEAVY, W_BUCKET, W_VIOL, W_BEST_ID, W_COUNT = 0, 1, 2, 3, 4, 5, 6
+W_PROPOSED, W_REJECTED, W_ROUND_LIST, W_ARRIVED = 7, 8, 9, 10  # arrived: two rows (alternate frames)
+W_ROWS = 12  # int32, n
 X_BEST, X_N_ADM, X_HEAVY_ARCS, X_HEAVY_PTR, X_VIOL_B, X_VIOL_ARCS = 0, 1, 2, 3, 4, 5
 X_VIOL_PTR, X_VIOL_CAND, X_CAND_PTR, X_CAND_FILL, X_COST_FRAME, X_LEFT_FRAME = 6, 7, 8, 9, 10, 11
 X_ROWS = 12  # int64, n + 1 (the prefix sums need n + 1)
-F_SELF_KEY, F_BEST_KEY, F_COST, F_KEY = 0, 1, 2, 3
-F_ROWS = 4  # float64, n
-B_STATE, B_COVERED, B_HIT, B_CHOICE_KIND = 0, 1, 2, 3
-B_ROWS = 4  # int8, n
+F_SELF_KEY, F_BEST_KEY, F_COST = 0, 1, 2
+F_ROWS = 3  # float64, n
+B_STATE, B_COVERED, B_HIT = 0, 1, 2
+B_ROWS = 3  # int8, n
 
 
 @cuda.jit(device=True)
@@ -241,14 +241,14 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
     # the workspace comes as six arrays, one per element type (rows: see _run): Numba types and passes
     # each argument of a launch on the host, which for 50 arrays costs more than a small graph's repair
     window, hits, heavy, bucket, viol = ws32[W_WINDOW], ws32[W_HITS], ws32[W_HEAVY], ws32[W_BUCKET], ws32[W_VIOL]
-    choice_id, best_id, count = ws32[W_CHOICE_ID], ws32[W_BEST_ID], ws32[W_COUNT]
+    best_id, count = ws32[W_BEST_ID], ws32[W_COUNT]
     proposed, rejected, round_list = ws32[W_PROPOSED], ws32[W_REJECTED], ws32[W_ROUND_LIST]
     best, n_adm, heavy_arcs, heavy_ptr = ws64[X_BEST], ws64[X_N_ADM], ws64[X_HEAVY_ARCS], ws64[X_HEAVY_PTR]
     viol_b, viol_arcs, viol_ptr, viol_cand = ws64[X_VIOL_B], ws64[X_VIOL_ARCS], ws64[X_VIOL_PTR], ws64[X_VIOL_CAND]
     cand_ptr, cand_fill, cost_frame, left_frame = ws64[X_CAND_PTR], ws64[X_CAND_FILL], ws64[X_COST_FRAME], \
         ws64[X_LEFT_FRAME]
-    self_key, best_key, cost, key = wsf64[F_SELF_KEY], wsf64[F_BEST_KEY], wsf64[F_COST], wsf64[F_KEY]
-    state, covered, hit, choice_kind = ws8[B_STATE], ws8[B_COVERED], ws8[B_HIT], ws8[B_CHOICE_KIND]
+    self_key, best_key, cost = wsf64[F_SELF_KEY], wsf64[F_BEST_KEY], wsf64[F_COST]
+    state, covered, hit = ws8[B_STATE], ws8[B_COVERED], ws8[B_HIT]
     cand_owner, cand_v = arc32[0], arc32[1]
     ctl = small[0:C_SIZE]
     stats = small[C_SIZE:C_SIZE + S_SIZE]
@@ -360,7 +360,13 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
             r = stamp & 1
             unanimous = rounds < unanimous_rounds
             rounds += 1
-            # serving counts; the supporters of the round are listed once each
+            # serving counts; the supporters of the round are listed once each, and the one thread that
+            # lists a supporter brings its support cost up to date (cached per frame, extended by one
+            # cell across frames as on the CPU): a key is then formed where it is compared, from the
+            # cost and the final count, with no pass over the supporters and no barrier of its own
+            for i in range(tid, nv, size):
+                best_key[i] = np.inf
+                best_id[i] = NO_ID
             for pos in range(tid, n_cand, size):
                 i = cand_owner[pos]
                 v = cand_v[pos]
@@ -370,57 +376,51 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
                 j = append_index(ctl, C_ROUND + r, first)
                 if first:
                     round_list[j] = v
+                    if cost_frame[v] != a:
+                        # v's hitting times from the packed copy (4 bytes, kept with every change of
+                        # t_inf and t_rec) rather than two int64 cells of arrays larger than L2
+                        onset, recovery = _unpack(hits[v])
+                        if cost_frame[v] == a + 1 and recovery > a and onset > a:
+                            cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
+                        else:
+                            cost[v] = support_cost(gamma, onset, recovery, v, f)
+                        cost_frame[v] = a
             grid.sync()
-            # keys (support costs cached per frame, extended by one cell across frames as on the CPU)
             n_round = ctl[C_ROUND + r]
-            if tid == 0:
+            if tid == 0:  # the other parity's slots, read by every thread before the last barrier
                 ctl[C_ROUND + 1 - r] = 0
                 ctl[C_ACTIVE + 1 - r] = 0
                 ctl[C_SELF + 1 - r] = 0
-            for j in range(tid, n_round, size):
-                v = round_list[j]
-                if cost_frame[v] != a:
-                    # v's hitting times from the packed copy (4 bytes, kept with every change of
-                    # t_inf and t_rec) rather than two int64 cells of arrays larger than L2
-                    onset, recovery = _unpack(hits[v])
-                    if cost_frame[v] == a + 1 and recovery > a and onset > a:
-                        cost[v] = cost[v] + (np.float64(gamma[0, f, v]) - 0.5)
-                    else:
-                        cost[v] = support_cost(gamma, onset, recovery, v, f)
-                    cost_frame[v] = a
-                key[v] = support_key(cost[v], count[v])
-            for i in range(tid, nv, size):
-                best_key[i] = np.inf
-                best_id[i] = NO_ID
-            grid.sync()
             # each violator's best supporter: least key, then least id
             for pos in range(tid, n_cand, size):
                 i = cand_owner[pos]
-                # read first: under contention (hubs share one violator's slot) most threads skip the atomic
-                if not covered[i] and key[cand_v[pos]] < best_key[i]:
-                    cuda.atomic.min(best_key, i, key[cand_v[pos]])
-            grid.sync()
-            for pos in range(tid, n_cand, size):
-                i = cand_owner[pos]
-                v = cand_v[pos]
                 if covered[i]:
                     continue
-                if key[v] == best_key[i] and v < best_id[i]:
-                    cuda.atomic.min(best_id, i, v)
-            grid.sync()
-            # each violator's pick against its self move
-            for i in range(tid, nv, size):
-                if not covered[i]:
-                    kind, pick = _choice(i, viol, viol_b, self_key, best_key, best_id)
-                    choice_kind[i] = kind
-                    choice_id[i] = pick
+                v = cand_v[pos]
+                k = support_key(cost[v], count[v])
+                # read first: under contention (hubs share one violator's slot) most threads skip the atomic
+                if k < best_key[i]:
+                    cuda.atomic.min(best_key, i, k)
             grid.sync()
             for pos in range(tid, n_cand, size):
                 i = cand_owner[pos]
-                v = cand_v[pos]
-                if covered[i] or choice_kind[i] == KIND_NONE:
+                if covered[i]:
                     continue
-                if choice_kind[i] == KIND_SUPPORT and choice_id[i] == v:
+                v = cand_v[pos]
+                if v < best_id[i] and support_key(cost[v], count[v]) == best_key[i]:
+                    cuda.atomic.min(best_id, i, v)
+            grid.sync()
+            # each violator's pick against its self move (_choice), taken where it is needed rather than
+            # stored by a pass of its own: proposals and rejections of the supporters
+            for pos in range(tid, n_cand, size):
+                i = cand_owner[pos]
+                if covered[i]:
+                    continue
+                kind, pick = _choice(i, viol, viol_b, self_key, best_key, best_id)
+                if kind == KIND_NONE:
+                    continue
+                v = cand_v[pos]
+                if kind == KIND_SUPPORT and pick == v:
                     proposed[v] = stamp
                 else:
                     rejected[v] = stamp
@@ -430,16 +430,21 @@ def _repair_body(indptr, indices, gamma, obs_times, obs_states, orig_inf, orig_r
             if unanimous:
                 for pos in range(tid, n_cand, size):
                     i = cand_owner[pos]
-                    v = cand_v[pos]
-                    if covered[i] or choice_kind[i] != KIND_SUPPORT:
+                    if covered[i]:
                         continue
+                    v = cand_v[pos]
                     if proposed[v] == stamp and rejected[v] != stamp:
-                        hit[i] = 1
+                        kind, pick = _choice(i, viol, viol_b, self_key, best_key, best_id)
+                        if kind == KIND_SUPPORT:
+                            hit[i] = 1
                 grid.sync()
             for i in range(tid, nv, size):
-                if covered[i] or choice_kind[i] == KIND_NONE:
+                if covered[i]:
                     continue
-                if choice_kind[i] == KIND_SELF:
+                kind, pick = _choice(i, viol, viol_b, self_key, best_key, best_id)
+                if kind == KIND_NONE:
+                    continue
+                if kind == KIND_SELF:
                     u = viol[i]
                     t_inf[u] = min(t_inf[u], viol_b[i])
                     hits[u] = _pack(t_inf[u], t_rec[u])
